@@ -1,0 +1,192 @@
+/**
+ * `opkit env …`: the local control plane. Each subcommand is a thin call into opkit/testenv.
+ */
+import { Command, InvalidArgumentError } from "commander";
+import { spawnSync } from "node:child_process";
+import { join } from "node:path";
+import {
+  COMPONENTS,
+  ControlPlane,
+  KUBERNETES_VERSION,
+  ETCD_VERSION,
+  KWOK_VERSION,
+  binDir,
+  buildControlPlane,
+  releaseDir,
+  type BuildProgress,
+  type ComponentName,
+} from "opkit/testenv";
+
+function component(value: string): ComponentName {
+  if (!(COMPONENTS as readonly string[]).includes(value)) {
+    throw new InvalidArgumentError(`unknown component "${value}": choose one of ${COMPONENTS.join(", ")}`);
+  }
+  return value as ComponentName;
+}
+
+function positiveInt(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0)
+    throw new InvalidArgumentError(`expected a whole number ≥ 0, got "${value}"`);
+  return n;
+}
+
+const secs = (ms: number): string => `${(ms / 1000).toFixed(1)}s`;
+
+/** Progress lines for the long build, with a ticking elapsed time on a terminal. */
+export function buildReporter(): (p: BuildProgress) => void {
+  let timer: NodeJS.Timeout | undefined;
+  return (p) => {
+    if (timer) clearInterval(timer);
+    timer = undefined;
+    if (p.state === "cached") return;
+    if (p.state === "start") {
+      const t = Date.now();
+      process.stderr.write(`building ${p.step} …\n`);
+      timer = setInterval(
+        () => process.stderr.write(`  ${p.step}: ${secs(Date.now() - t)} elapsed\n`),
+        30_000,
+      );
+      timer.unref();
+    } else process.stderr.write(`built ${p.step} in ${secs(p.elapsedMs)}\n`);
+  };
+}
+
+export function envCommand(): Command {
+  const env = new Command("env").description(
+    `a real local Kubernetes control plane (Kubernetes ${KUBERNETES_VERSION}, etcd ${ETCD_VERSION}, kwok ${KWOK_VERSION})`,
+  );
+  const nameOpt = ["--name <name>", "environment name (several can run side by side)", "default"] as const;
+
+  env
+    .command("build")
+    .description(
+      "build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and kwok from Go modules",
+    )
+    .option("--force", "rebuild even if cached")
+    .action(async (o: { force?: boolean }) => {
+      const r = await buildControlPlane({ force: o.force, onProgress: buildReporter() });
+      console.log(
+        r.built.length
+          ? `built ${r.built.join(", ")} in ${secs(r.elapsedMs)} → ${r.binDir}`
+          : `up to date: ${r.binDir}`,
+      );
+    });
+
+  env
+    .command("up")
+    .description(
+      "start the control plane in the background (builds first if needed) and print the kubeconfig path",
+    )
+    .option(...nameOpt)
+    .option("--nodes <n>", "number of simulated Ready nodes", positiveInt, 3)
+    .action(async (o: { name: string; nodes: number }) => {
+      const cp = new ControlPlane(o.name);
+      const r = await cp.up({
+        nodes: o.nodes,
+        onBuildProgress: buildReporter(),
+        onProgress: (m) => process.stderr.write(`${m}\n`),
+      });
+      if (r.alreadyRunning) process.stderr.write(`env "${o.name}" is already running\n`);
+      else process.stderr.write(`env "${o.name}" is up in ${secs(r.elapsedMs)}\n`);
+      console.log(r.kubeconfig);
+    });
+
+  env
+    .command("down")
+    .description("stop every process of the environment and remove its state")
+    .option(...nameOpt)
+    .action(async (o: { name: string }) => {
+      await new ControlPlane(o.name).down();
+      process.stderr.write(`env "${o.name}" is down\n`);
+    });
+
+  env
+    .command("kubeconfig")
+    .description("print the admin kubeconfig path")
+    .option(...nameOpt)
+    .action(async (o: { name: string }) => {
+      const cp = new ControlPlane(o.name);
+      if (!(await cp.state())) throw new Error(`no env "${o.name}": start it with \`opkit env up\``);
+      console.log(cp.kubeconfigPath);
+    });
+
+  env
+    .command("status")
+    .description("show each component: PID, port, health")
+    .option(...nameOpt)
+    .action(async (o: { name: string }) => {
+      const rows = await new ControlPlane(o.name).status();
+      console.log(
+        ["COMPONENT", "PID", "PORT", "HEALTH"].map((h, i) => h.padEnd([25, 9, 7, 0][i] ?? 0)).join(""),
+      );
+      for (const r of rows) {
+        console.log(
+          `${r.name.padEnd(25)}${String(r.pid ?? "-").padEnd(9)}${String(r.port).padEnd(7)}${r.healthy ? "healthy" : r.detail}`,
+        );
+      }
+      if (rows.some((r) => !r.healthy)) process.exitCode = 1;
+    });
+
+  env
+    .command("logs <component>")
+    .description(`print a component's log (${COMPONENTS.join(", ")})`)
+    .option(...nameOpt)
+    .action(async (c: string, o: { name: string }) => {
+      const { readFile } = await import("node:fs/promises");
+      process.stdout.write(await readFile(new ControlPlane(o.name).logFile(component(c)), "utf8"));
+    });
+
+  for (const verb of ["restart", "stop", "start"] as const) {
+    env
+      .command(`${verb} <component>`)
+      .description(`${verb} one component, keeping its ports and data (fault injection)`)
+      .option(...nameOpt)
+      .action(async (c: string, o: { name: string }) => {
+        const cp = new ControlPlane(o.name);
+        await cp[verb](component(c));
+        process.stderr.write(`${c}: ${verb} done\n`);
+      });
+  }
+
+  env
+    .command("compact")
+    .description(
+      "compact etcd to its current revision and defragment, so watches on old resource versions get 410 Gone",
+    )
+    .option(...nameOpt)
+    .option(
+      "--no-restart-apiserver",
+      "keep kube-apiserver running (its watch cache then serves recent history for a while)",
+    )
+    .action(async (o: { name: string; restartApiserver: boolean }) => {
+      const r = await new ControlPlane(o.name).compact({ restartApiserver: o.restartApiserver });
+      console.log(`compacted etcd at revision ${r.revision}`);
+    });
+
+  env
+    .command("kubectl")
+    .description(
+      "run the kubectl built with the control plane against the environment: opkit env kubectl -- get pods",
+    )
+    .option(...nameOpt)
+    .argument("[args...]")
+    .allowUnknownOption()
+    .action(async (args: string[], o: { name: string }) => {
+      const cp = new ControlPlane(o.name);
+      const r = spawnSync(join(binDir(), "kubectl"), ["--kubeconfig", cp.kubeconfigPath, ...args], {
+        stdio: "inherit",
+      });
+      process.exitCode = r.status ?? 1;
+    });
+
+  env
+    .command("path")
+    .description("print the directory of the built binaries")
+    .action(() => {
+      console.log(binDir());
+      void releaseDir;
+    });
+
+  return env;
+}

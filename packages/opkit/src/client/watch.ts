@@ -1,0 +1,37 @@
+/**
+ * Incremental parsing of a watch stream: newline-delimited JSON events, decoded chunk by chunk,
+ * never buffering the whole response. An ERROR event becomes the typed error it carries (410 → GoneError).
+ */
+import { StringDecoder } from "node:string_decoder";
+import type { Readable } from "node:stream";
+import { errorFromResponse, isStatus, type RequestInfo } from "./errors.ts";
+import type { KubeObject, WatchEvent } from "./types.ts";
+
+export async function* parseWatchStream<T extends KubeObject>(
+  body: Readable,
+  request: RequestInfo,
+): AsyncGenerator<WatchEvent<T>> {
+  const decoder = new StringDecoder("utf8");
+  let buffered = "";
+  for await (const chunk of body) {
+    buffered += typeof chunk === "string" ? chunk : decoder.write(chunk as Buffer);
+    let nl: number;
+    while ((nl = buffered.indexOf("\n")) >= 0) {
+      const line = buffered.slice(0, nl).trim();
+      buffered = buffered.slice(nl + 1);
+      if (line) yield decodeEvent<T>(line, request);
+    }
+  }
+  buffered += decoder.end();
+  const rest = buffered.trim();
+  if (rest) yield decodeEvent<T>(rest, request);
+}
+
+function decodeEvent<T extends KubeObject>(line: string, request: RequestInfo): WatchEvent<T> {
+  const event = JSON.parse(line) as { type: WatchEvent["type"]; object: unknown };
+  if (event.type === "ERROR") {
+    const status = isStatus(event.object) ? event.object : { message: JSON.stringify(event.object) };
+    throw errorFromResponse(status.code ?? 500, status, request);
+  }
+  return event as WatchEvent<T>;
+}

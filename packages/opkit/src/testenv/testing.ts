@@ -1,0 +1,138 @@
+/**
+ * The test helper (opkit's envtest): one control plane shared by every test file of a run, a fresh
+ * namespace per test, CRD installation, fault-injection hooks, and cleanup that happens even when tests
+ * fail or the run is interrupted.
+ *
+ * `make test` starts the shared env once in node:test's global setup (global-setup.ts) and passes its
+ * name in `OPKIT_TEST_ENV`. A test file run on its own (`node --test x.int.test.ts`) starts a private
+ * env instead, owned by its process and guarded by a watchdog.
+ */
+import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { fileURLToPath } from "node:url";
+import { KubeClient } from "../client/client.ts";
+import { NotFoundError } from "../client/errors.ts";
+import { kindRef, type KubeObject } from "../client/types.ts";
+import { ControlPlane, type ComponentName } from "./controlplane.ts";
+
+export const TEST_ENV_VARIABLE = "OPKIT_TEST_ENV";
+
+export interface TestEnv {
+  readonly name: string;
+  readonly controlPlane: ControlPlane;
+  readonly kubeconfigPath: string;
+  /** The admin client shared by the tests of this process. */
+  readonly client: KubeClient;
+  /** Create a namespace with a unique name (prefix + random suffix); deleted by `cleanup`. */
+  namespace(prefix?: string): Promise<string>;
+  /** Create or update CRDs and wait until the API server serves them. */
+  installCrds(crds: KubeObject[]): Promise<void>;
+  restart(component: ComponentName): Promise<void>;
+  compact(opts?: { restartApiserver?: boolean }): Promise<{ revision: number }>;
+  /** Delete this process's namespaces; stops the env too when this process owns it. */
+  cleanup(): Promise<void>;
+}
+
+const Namespaces = kindRef<KubeObject>("v1", "Namespace");
+const Crds = kindRef<KubeObject & { status?: { conditions?: { type: string; status: string }[] } }>(
+  "apiextensions.k8s.io/v1",
+  "CustomResourceDefinition",
+);
+
+let shared: Promise<TestEnv> | undefined;
+
+/**
+ * The env for this test run: the shared one named in OPKIT_TEST_ENV, or a private one owned by this
+ * process. Call it from any test file; every call in one process returns the same env.
+ */
+export function useTestEnv(opts: { nodes?: number } = {}): Promise<TestEnv> {
+  shared ??= openTestEnv(opts);
+  return shared;
+}
+
+async function openTestEnv(opts: { nodes?: number }): Promise<TestEnv> {
+  const sharedName = process.env[TEST_ENV_VARIABLE];
+  let cp: ControlPlane;
+  let owned = false;
+  if (sharedName) {
+    cp = new ControlPlane(sharedName);
+    if (!(await cp.isRunning()))
+      throw new Error(`the shared test env "${sharedName}" (${TEST_ENV_VARIABLE}) is not running`);
+  } else {
+    cp = await startOwnedEnv(`test-${process.pid}-${randomBytes(2).toString("hex")}`, opts.nodes ?? 3);
+    owned = true;
+  }
+  const client = await KubeClient.fromKubeconfig(cp.kubeconfigPath, { fieldManager: "opkit-test" });
+  const namespaces: string[] = [];
+  const env: TestEnv = {
+    name: cp.name,
+    controlPlane: cp,
+    kubeconfigPath: cp.kubeconfigPath,
+    client,
+    async namespace(prefix = "t") {
+      const name = `${prefix
+        .toLowerCase()
+        .replace(/[^a-z0-9-]/g, "-")
+        .slice(0, 40)}-${randomBytes(3).toString("hex")}`;
+      await client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name } });
+      namespaces.push(name);
+      return name;
+    },
+    async installCrds(crds) {
+      for (const crd of crds) {
+        await client.apply(crd, { force: true });
+      }
+      for (const crd of crds) {
+        const name = crd.metadata.name ?? "";
+        const deadline = Date.now() + 30_000;
+        for (;;) {
+          const live = await client.get(Crds, name);
+          if (live.status?.conditions?.some((c) => c.type === "Established" && c.status === "True")) break;
+          if (Date.now() > deadline) throw new Error(`CRD ${name} was not Established within 30s`);
+          await new Promise((r) => setTimeout(r, 100));
+        }
+      }
+      client.mapper.invalidate();
+    },
+    restart: (c) => cp.restart(c),
+    compact: (o) => cp.compact(o),
+    async cleanup() {
+      if (owned) {
+        await client.close();
+        await cp.down();
+        return;
+      }
+      for (const ns of namespaces.splice(0)) {
+        try {
+          await client.delete(Namespaces, ns);
+        } catch (err) {
+          if (!(err instanceof NotFoundError)) throw err;
+        }
+      }
+      await client.close();
+    },
+  };
+  return env;
+}
+
+/**
+ * Start an env owned by this process: a detached watchdog stops it when this process exits for any
+ * reason, and SIGINT/SIGTERM stop it before exiting.
+ */
+export async function startOwnedEnv(name: string, nodes = 3): Promise<ControlPlane> {
+  const cp = new ControlPlane(name);
+  const here = fileURLToPath(import.meta.url);
+  const watchdog = here.replace(/testing\.(ts|js)$/, "watchdog.$1");
+  const onSignal = (sig: NodeJS.Signals): void => {
+    void cp.down().finally(() => process.kill(process.pid, sig));
+  };
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
+  await cp.up({ nodes });
+  const child = spawn(process.execPath, [watchdog, String(process.pid), name], {
+    detached: true,
+    stdio: "ignore",
+  });
+  child.unref();
+  return cp;
+}
