@@ -1,0 +1,92 @@
+/**
+ * clock — time as an injected dependency. The queue, rate limiters, informer backoff and leader election
+ * read the time and arm timers only through a Clock, so tests drive them with a FakeClock instead of
+ * sleeping. It depends on nothing.
+ */
+
+/** Opaque handle returned by `Clock.setTimeout`; only meaningful to the clock that made it. */
+export type TimerHandle = object;
+
+export interface Clock {
+  /** Milliseconds on a monotonic scale; only differences are meaningful. */
+  now(): number;
+  setTimeout(fn: () => void, ms: number): TimerHandle;
+  clearTimeout(handle: TimerHandle): void;
+}
+
+// Node turns delays above 2^31-1 ms into 1 ms. Clamping instead makes a far-off timer fire early, which
+// callers must tolerate anyway (the queue re-checks the ready time and re-arms).
+const MAX_NODE_DELAY_MS = 2 ** 31 - 1;
+
+/** The process clock: `performance.now()` so durations are immune to wall-clock jumps. */
+export const realClock: Clock = {
+  now: () => performance.now(),
+  setTimeout: (fn, ms) => globalThis.setTimeout(fn, Math.min(Math.max(0, ms), MAX_NODE_DELAY_MS)),
+  clearTimeout: (handle) => globalThis.clearTimeout(handle as ReturnType<typeof globalThis.setTimeout>),
+};
+
+interface FakeTimer {
+  at: number;
+  seq: number;
+  fn: () => void;
+}
+
+/**
+ * A manual clock for tests. Time moves only through `advance`, which fires due timers one at a time in
+ * (due time, creation order) and sets `now()` to each timer's due time while it runs, so callbacks see
+ * the same time a real clock would have shown them.
+ */
+export class FakeClock implements Clock {
+  #now: number;
+  #seq = 0;
+  readonly #timers = new Set<FakeTimer>();
+
+  constructor(startMs = 0) {
+    this.#now = startMs;
+  }
+
+  now(): number {
+    return this.#now;
+  }
+
+  setTimeout(fn: () => void, ms: number): TimerHandle {
+    const timer: FakeTimer = { at: this.#now + Math.max(0, ms), seq: this.#seq++, fn };
+    this.#timers.add(timer);
+    return timer;
+  }
+
+  clearTimeout(handle: TimerHandle): void {
+    this.#timers.delete(handle as FakeTimer);
+  }
+
+  /** Timers armed and not yet fired or cleared. */
+  pendingTimers(): number {
+    return this.#timers.size;
+  }
+
+  /**
+   * Moves time forward by `ms`, firing every timer due by the end, including timers that callbacks
+   * arm along the way, so a chain of short timers behaves as it would in real time.
+   */
+  advance(ms: number): void {
+    if (!(ms >= 0)) throw new RangeError(`FakeClock.advance needs a non-negative duration, got ${ms}`);
+    const target = this.#now + ms;
+    for (;;) {
+      const next = this.#earliest();
+      if (next === undefined || next.at > target) break;
+      this.#timers.delete(next);
+      this.#now = Math.max(this.#now, next.at);
+      next.fn();
+    }
+    this.#now = target;
+  }
+
+  // A linear scan keeps this obviously correct; tests hold a handful of timers.
+  #earliest(): FakeTimer | undefined {
+    let best: FakeTimer | undefined;
+    for (const t of this.#timers) {
+      if (best === undefined || t.at < best.at || (t.at === best.at && t.seq < best.seq)) best = t;
+    }
+    return best;
+  }
+}
