@@ -27,6 +27,8 @@ export interface ListOptions extends NamespaceOption {
   resourceVersion?: string;
   resourceVersionMatch?: "Exact" | "NotOlderThan";
   signal?: AbortSignal;
+  /** Ask only for metadata (PartialObjectMetadata): far less memory for kinds whose content is not needed. */
+  metadataOnly?: boolean;
 }
 
 export interface WriteOptions {
@@ -74,7 +76,12 @@ export interface WatchOptions extends NamespaceOption {
   signal?: AbortSignal;
   /** Milliseconds without any byte before the stream is considered dead. */
   idleTimeoutMs?: number;
+  metadataOnly?: boolean;
 }
+
+const METADATA_LIST_ACCEPT =
+  "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+const METADATA_ACCEPT = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
 
 const PATCH_CONTENT_TYPES: Record<PatchType, string> = {
   json: "application/json-patch+json",
@@ -153,6 +160,7 @@ export class KubeClient {
       method: "GET",
       path,
       signal: opts.signal,
+      accept: opts.metadataOnly ? METADATA_LIST_ACCEPT : undefined,
       query: {
         labelSelector: opts.labelSelector,
         fieldSelector: opts.fieldSelector,
@@ -285,6 +293,7 @@ export class KubeClient {
       path,
       query,
       signal: opts.signal,
+      accept: opts.metadataOnly ? METADATA_ACCEPT : undefined,
       idleTimeoutMs: opts.idleTimeoutMs ?? ((opts.timeoutSeconds ?? 600) + 30) * 1000,
     });
     return parseWatchStream<T>(body, { method: "GET", path: `${path}?watch=true` });

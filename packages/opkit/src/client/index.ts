@@ -11,3 +11,4 @@ export { KubeClient } from "./client.ts";
 export type * from "./client.ts";
 export { RestMapper, resourcePath, type ResourceMapping } from "./mapping.ts";
 export { Transport, retryDelayMs, type TransportOptions, type RequestEvent } from "./transport.ts";
+export * from "./labels.ts";

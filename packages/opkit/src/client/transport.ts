@@ -27,11 +27,15 @@ export interface RequestOptions {
   signal?: AbortSignal;
   /** Milliseconds without any bytes from the server before the request fails (default 60 s). */
   idleTimeoutMs?: number;
+  /** Accept header (default application/json); used to ask for PartialObjectMetadata. */
+  accept?: string;
 }
 
 export interface RequestEvent {
   method: string;
   path: string;
+  /** True for watch requests (counted separately: a reconnect loop shows here). */
+  watch: boolean;
   code: number;
   durationMs: number;
 }
@@ -119,13 +123,17 @@ export class Transport {
 
   private async send(opts: RequestOptions): Promise<Dispatcher.ResponseData> {
     if (this.limiter) await this.limiter.take(this.options.sleep ?? defaultSleep);
-    const headers: Record<string, string> = { accept: "application/json", ...(await this.authHeaders()) };
+    const headers: Record<string, string> = {
+      accept: opts.accept ?? "application/json",
+      ...(await this.authHeaders()),
+    };
     let body: string | undefined;
     if (opts.body !== undefined) {
       headers["content-type"] = opts.contentType ?? "application/json";
       body = typeof opts.body === "string" ? opts.body : JSON.stringify(opts.body);
     }
     const info: RequestInfo = { method: opts.method, path: opts.path };
+    const watch = opts.query?.watch === true;
     const started = performance.now();
     try {
       const res = await this.pool.request({
@@ -139,6 +147,7 @@ export class Transport {
       this.options.onRequest?.({
         method: opts.method,
         path: opts.path,
+        watch,
         code: res.statusCode,
         durationMs: performance.now() - started,
       });
@@ -147,6 +156,7 @@ export class Transport {
       this.options.onRequest?.({
         method: opts.method,
         path: opts.path,
+        watch,
         code: 0,
         durationMs: performance.now() - started,
       });

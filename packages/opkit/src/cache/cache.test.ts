@@ -1,0 +1,129 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import fc from "fast-check";
+import { FakeClock } from "../clock/index.ts";
+import type { KubeObject } from "../client/types.ts";
+import { Backoff } from "./backoff.ts";
+import { Store, OWNER_INDEX } from "./store.ts";
+import { diffRelist } from "./informer.ts";
+
+const cm = (
+  ns: string,
+  name: string,
+  rv: string,
+  extra: Partial<KubeObject["metadata"]> = {},
+): KubeObject => ({
+  apiVersion: "v1",
+  kind: "ConfigMap",
+  metadata: { namespace: ns, name, resourceVersion: rv, ...extra },
+});
+
+describe("Backoff (watch reconnects)", () => {
+  it("doubles from 800 ms to a 30 s cap, with at most 50% jitter", () => {
+    const b = new Backoff({ clock: new FakeClock(), random: () => 0 });
+    assert.deepEqual(
+      Array.from({ length: 8 }, () => b.next()),
+      [800, 1600, 3200, 6400, 12800, 25600, 30000, 30000],
+    );
+    const j = new Backoff({ clock: new FakeClock(), random: () => 0.999 });
+    const d = j.next();
+    assert.ok(d >= 800 && d < 1200, `jittered first delay ${d}`);
+  });
+
+  it("starts over after two minutes without failures", () => {
+    const clock = new FakeClock();
+    const b = new Backoff({ clock, random: () => 0 });
+    b.next();
+    b.next();
+    clock.advance(119_000);
+    assert.equal(b.next(), 3200, "still backing off within 2 min");
+    clock.advance(120_000);
+    assert.equal(b.next(), 800);
+  });
+
+  it("wait() resolves after the delay on the injected clock, or at once when aborted", async () => {
+    const clock = new FakeClock();
+    const b = new Backoff({ clock, random: () => 0 });
+    let done = false;
+    const p = b.wait().then(() => (done = true));
+    clock.advance(799);
+    await Promise.resolve();
+    assert.equal(done, false);
+    clock.advance(1);
+    await p;
+    const ac = new AbortController();
+    const q = b.wait(ac.signal);
+    ac.abort();
+    await q;
+  });
+});
+
+describe("Store", () => {
+  it("indexes by namespace, controller owner and custom fields, and keeps indexes right on update and delete", () => {
+    const s = new Store<KubeObject>();
+    s.addIndex("app", (o) => (o.metadata.labels?.app ? [o.metadata.labels.app] : []));
+    s.upsert(
+      cm("a", "x", "1", {
+        labels: { app: "web" },
+        ownerReferences: [{ apiVersion: "v1", kind: "K", name: "o", uid: "u1", controller: true }],
+      }),
+    );
+    s.upsert(cm("a", "y", "2", { labels: { app: "db" } }));
+    s.upsert(cm("b", "x", "3", { labels: { app: "web" } }));
+    assert.equal(s.list({ namespace: "a" }).length, 2);
+    assert.equal(s.list({ index: { name: "app", value: "web" } }).length, 2);
+    assert.equal(s.list({ index: { name: OWNER_INDEX, value: "u1" } })[0]?.metadata.name, "x");
+    s.upsert(cm("a", "x", "4", { labels: { app: "db" } }));
+    assert.equal(s.list({ index: { name: "app", value: "web" } }).length, 1);
+    assert.equal(s.list({ index: { name: OWNER_INDEX, value: "u1" } }).length, 0);
+    s.remove("a/y");
+    assert.deepEqual(
+      s.list({ index: { name: "app", value: "db" } }).map((o) => o.metadata.name),
+      ["x"],
+    );
+    assert.throws(() => s.list({ index: { name: "nope", value: "" } }), /register it with indexField/);
+  });
+
+  it("replace swaps content and indexes at once and returns the old content", () => {
+    const s = new Store<KubeObject>();
+    s.upsert(cm("a", "old", "1"));
+    const old = s.replace([cm("a", "new", "2")]);
+    assert.deepEqual([...old.keys()], ["a/old"]);
+    assert.deepEqual(
+      s.list({ namespace: "a" }).map((o) => o.metadata.name),
+      ["new"],
+    );
+  });
+});
+
+describe("diffRelist", () => {
+  it("reports adds, changed objects and missing objects as deletes — each once (property)", () => {
+    const entries = fc.uniqueArray(
+      fc.tuple(fc.integer({ min: 0, max: 30 }), fc.integer({ min: 1, max: 3 })),
+      {
+        selector: (t) => t[0],
+        maxLength: 20,
+      },
+    );
+    fc.assert(
+      fc.property(entries, entries, (before, after) => {
+        const old = new Map(before.map(([n, rv]) => [`ns/o${n}`, cm("ns", `o${n}`, String(rv))]));
+        const items = after.map(([n, rv]) => cm("ns", `o${n}`, String(rv)));
+        const changes = diffRelist(old, items);
+        const keyOf = (o: KubeObject): string => `ns/${o.metadata.name}`;
+        const adds = changes.filter((c) => c.type === "add").map((c) => keyOf(c.obj));
+        const dels = changes.filter((c) => c.type === "delete").map((c) => keyOf(c.obj));
+        const upds = changes.filter((c) => c.type === "update").map((c) => keyOf(c.obj));
+        const afterKeys = new Set(items.map(keyOf));
+        assert.deepEqual(adds.sort(), [...afterKeys].filter((k) => !old.has(k)).sort());
+        assert.deepEqual(dels.sort(), [...old.keys()].filter((k) => !afterKeys.has(k)).sort());
+        const changed = items.filter(
+          (o) =>
+            old.has(keyOf(o)) && old.get(keyOf(o))?.metadata.resourceVersion !== o.metadata.resourceVersion,
+        );
+        assert.deepEqual(upds.sort(), changed.map(keyOf).sort());
+      }),
+      { numRuns: 300 },
+    );
+  });
+});

@@ -1,0 +1,257 @@
+/**
+ * An informer: a reflector feeding a store, and event handlers told about every change (with the old
+ * and new object). Relists are diffed against the store so handlers see adds, updates and the deletes
+ * that happened while the watch was down — each exactly once.
+ */
+import type { KubeClient } from "../client/client.ts";
+import { objectKey, type KindRef, type KubeObject } from "../client/types.ts";
+import { realClock, type Clock, type TimerHandle } from "../clock/index.ts";
+import { Reflector, isPermissionError, type ReflectorOptions, type ReflectorState } from "./reflector.ts";
+import { Store, type IndexFunc, type StoreListOptions } from "./store.ts";
+
+export interface EventHandler<T extends KubeObject> {
+  /** `initial` is true for objects delivered by the first list (and by resyncs): low priority. */
+  onAdd?(obj: T, initial: boolean): void;
+  onUpdate?(oldObj: T, newObj: T, resync: boolean): void;
+  /** The last known state of the object. After a relist this may be older than the actual deletion. */
+  onDelete?(obj: T): void;
+}
+
+export interface InformerOptions<T extends KubeObject> extends ReflectorOptions<T> {
+  /** Re-deliver every cached object as an update this often (off by default; controller-runtime: 10 h). */
+  resyncPeriodMs?: number;
+  clock?: Clock;
+}
+
+export interface InformerHealth {
+  kind: string;
+  synced: boolean;
+  state: ReflectorState;
+  /** The last error, while it is not cleared by a successful list or event. */
+  lastError?: string;
+  /** Set when the list/watch is forbidden: the message names verb, resource and identity. */
+  forbidden?: string;
+}
+
+export class SyncTimeoutError extends Error {
+  readonly kinds: string[];
+  constructor(kinds: string[], details: string[]) {
+    super(`caches did not sync: ${details.join("; ")}`);
+    this.name = "SyncTimeoutError";
+    this.kinds = kinds;
+  }
+}
+
+export class Informer<T extends KubeObject> {
+  readonly kind: KindRef<T>;
+  readonly store = new Store<T>();
+  readonly reflector: Reflector<T>;
+  private readonly handlers: EventHandler<T>[] = [];
+  private readonly clock: Clock;
+  private readonly resyncPeriodMs: number | undefined;
+  private resyncTimer: TimerHandle | undefined;
+  private synced = false;
+  private state: ReflectorState = "idle";
+  private lastError: string | undefined;
+  private forbidden: string | undefined;
+  private resourceVersion = "";
+  private readonly syncWaiters: (() => void)[] = [];
+  private rvWaiters: { rv: bigint; resolve: () => void }[] = [];
+  /** Called on the first error of a kind and on each change of permission state (for logging). */
+  onError: ((err: unknown, kind: string) => void) | undefined;
+
+  constructor(client: KubeClient, kind: KindRef<T>, opts: InformerOptions<T> = {}) {
+    this.kind = kind;
+    this.clock = opts.clock ?? realClock;
+    this.resyncPeriodMs = opts.resyncPeriodMs;
+    this.reflector = new Reflector(client, kind, this.sink(), opts);
+  }
+
+  get kindName(): string {
+    return `${this.kind.kind}.${this.kind.apiVersion}`;
+  }
+
+  addEventHandler(h: EventHandler<T>): void {
+    this.handlers.push(h);
+    // A handler added after sync still learns about every object, as in client-go.
+    if (this.synced) for (const key of this.store.keys()) h.onAdd?.(this.store.getByKey(key) as T, true);
+  }
+
+  addIndex(name: string, fn: IndexFunc<T>): void {
+    this.store.addIndex(name, fn);
+  }
+
+  start(): void {
+    this.reflector.start();
+    if (this.resyncPeriodMs) this.scheduleResync(this.resyncPeriodMs);
+  }
+
+  async stop(): Promise<void> {
+    if (this.resyncTimer !== undefined) this.clock.clearTimeout(this.resyncTimer);
+    await this.reflector.stop();
+  }
+
+  hasSynced(): boolean {
+    return this.synced;
+  }
+
+  health(): InformerHealth {
+    return {
+      kind: this.kindName,
+      synced: this.synced,
+      state: this.state,
+      lastError: this.lastError,
+      forbidden: this.forbidden,
+    };
+  }
+
+  get lastResourceVersion(): string {
+    return this.resourceVersion;
+  }
+
+  waitForSync(): Promise<void> {
+    if (this.synced) return Promise.resolve();
+    return new Promise((resolve) => this.syncWaiters.push(resolve));
+  }
+
+  /**
+   * Resolves once the cache has seen `resourceVersion` (from a write's response) or a later one, so a
+   * read right after a write does not see the old object. Relies on resourceVersions being etcd
+   * revisions, which holds for kube-apiserver.
+   */
+  waitForResourceVersion(resourceVersion: string): Promise<void> {
+    const target = toBigInt(resourceVersion);
+    const current = toBigInt(this.resourceVersion);
+    if (target === undefined || (current !== undefined && current >= target)) return Promise.resolve();
+    return new Promise((resolve) => this.rvWaiters.push({ rv: target, resolve }));
+  }
+
+  get(namespace: string | undefined, name: string): T | undefined {
+    return this.store.get(namespace, name);
+  }
+
+  list(opts?: StoreListOptions): T[] {
+    return this.store.list(opts);
+  }
+
+  private sink() {
+    return {
+      replace: (items: T[], rv: string): void => {
+        const initial = !this.synced;
+        const old = this.store.replace(items);
+        for (const change of diffRelist(old, items)) {
+          if (change.type === "add") this.emitAdd(change.obj, initial);
+          else if (change.type === "update") this.emitUpdate(change.old, change.obj, false);
+          else this.emitDelete(change.obj);
+        }
+        this.clearError();
+        this.advance(rv);
+        if (!this.synced) {
+          this.synced = true;
+          for (const w of this.syncWaiters.splice(0)) w();
+        }
+      },
+      event: (type: "ADDED" | "MODIFIED" | "DELETED", obj: T): void => {
+        this.clearError();
+        if (type === "DELETED") {
+          const prev = this.store.remove(objectKey(obj));
+          this.emitDelete(prev ?? obj);
+          return;
+        }
+        const prev = this.store.upsert(obj);
+        if (prev) this.emitUpdate(prev, obj, false);
+        else this.emitAdd(obj, false);
+      },
+      progress: (rv: string): void => this.advance(rv),
+      error: (err: unknown): void => {
+        const message = err instanceof Error ? err.message : String(err);
+        if (isPermissionError(err)) {
+          if (this.forbidden !== message) this.onError?.(err, this.kindName);
+          this.forbidden = message;
+        } else if (this.lastError === undefined) {
+          this.onError?.(err, this.kindName);
+        }
+        this.lastError = message;
+      },
+      state: (s: ReflectorState): void => {
+        this.state = s;
+      },
+    };
+  }
+
+  private clearError(): void {
+    this.lastError = undefined;
+    this.forbidden = undefined;
+  }
+
+  private advance(rv: string): void {
+    this.resourceVersion = rv;
+    const now = toBigInt(rv);
+    if (now === undefined || this.rvWaiters.length === 0) return;
+    const due = this.rvWaiters.filter((w) => w.rv <= now);
+    this.rvWaiters = this.rvWaiters.filter((w) => w.rv > now);
+    for (const w of due) w.resolve();
+  }
+
+  private scheduleResync(ms: number): void {
+    // ±10% jitter, as controller-runtime does, so informers do not resync in step.
+    const delay = ms * (0.9 + Math.random() * 0.2);
+    this.resyncTimer = this.clock.setTimeout(() => {
+      if (this.synced)
+        for (const key of this.store.keys()) {
+          const obj = this.store.getByKey(key) as T;
+          this.emitUpdate(obj, obj, true);
+        }
+      this.scheduleResync(ms);
+    }, delay);
+  }
+
+  private emitAdd(obj: T, initial: boolean): void {
+    for (const h of this.handlers) safely(() => h.onAdd?.(obj, initial));
+  }
+  private emitUpdate(oldObj: T, newObj: T, resync: boolean): void {
+    for (const h of this.handlers) safely(() => h.onUpdate?.(oldObj, newObj, resync));
+  }
+  private emitDelete(obj: T): void {
+    for (const h of this.handlers) safely(() => h.onDelete?.(obj));
+  }
+}
+
+/** A throwing handler must not stop the informer or the other handlers. */
+function safely(fn: () => void): void {
+  try {
+    fn();
+  } catch (err) {
+    queueMicrotask(() => {
+      process.emitWarning(
+        `opkit informer event handler threw: ${err instanceof Error ? err.stack : String(err)}`,
+      );
+    });
+  }
+}
+
+function toBigInt(rv: string): bigint | undefined {
+  return /^\d+$/.test(rv) ? BigInt(rv) : undefined;
+}
+
+export type RelistChange<T> =
+  { type: "add"; obj: T } | { type: "update"; old: T; obj: T } | { type: "delete"; obj: T };
+
+/**
+ * What a relist changed compared with the store before it: new objects are adds, objects with another
+ * resourceVersion updates, and objects missing from the list deletes (carrying their last known state).
+ */
+export function diffRelist<T extends KubeObject>(old: Map<string, T>, items: T[]): RelistChange<T>[] {
+  const changes: RelistChange<T>[] = [];
+  const fresh = new Set<string>();
+  for (const obj of items) {
+    const key = objectKey(obj);
+    fresh.add(key);
+    const prev = old.get(key);
+    if (!prev) changes.push({ type: "add", obj });
+    else if (prev.metadata.resourceVersion !== obj.metadata.resourceVersion)
+      changes.push({ type: "update", old: prev, obj });
+  }
+  for (const [key, prev] of old) if (!fresh.has(key)) changes.push({ type: "delete", obj: prev });
+  return changes;
+}

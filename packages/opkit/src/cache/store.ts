@@ -1,0 +1,147 @@
+/**
+ * The in-memory store behind an informer: objects by key, an index by namespace, and any number of
+ * custom field indexes. `replace` builds the new content aside and swaps it in one step, so readers
+ * never see a half-built list after a relist.
+ */
+import { labelMatcher } from "../client/labels.ts";
+import { objectKey, type KubeObject } from "../client/types.ts";
+
+/** Computes the index values of an object (an object may have several, or none). */
+export type IndexFunc<T extends KubeObject> = (obj: T) => string[];
+
+export interface StoreListOptions {
+  namespace?: string;
+  labelSelector?: string;
+  /** Select by a custom index: `{ name: "spec.secretRef", value: "ns/secret" }`. */
+  index?: { name: string; value: string };
+}
+
+export const NAMESPACE_INDEX = "namespace";
+export const OWNER_INDEX = "controllerOwnerUid";
+
+export class UnknownIndexError extends Error {
+  constructor(name: string) {
+    super(`no index named "${name}": register it with indexField() before starting the cache`);
+    this.name = "UnknownIndexError";
+  }
+}
+
+type IndexMap = Map<string, Set<string>>;
+
+export class Store<T extends KubeObject> {
+  private items = new Map<string, T>();
+  private readonly indexers = new Map<string, IndexFunc<T>>();
+  private indexes = new Map<string, IndexMap>();
+
+  constructor() {
+    this.indexers.set(NAMESPACE_INDEX, (o) => [o.metadata.namespace ?? ""]);
+    this.indexers.set(OWNER_INDEX, (o) => {
+      const owner = o.metadata.ownerReferences?.find((r) => r.controller);
+      return owner ? [owner.uid] : [];
+    });
+    for (const name of this.indexers.keys()) this.indexes.set(name, new Map());
+  }
+
+  addIndex(name: string, fn: IndexFunc<T>): void {
+    if (this.indexers.has(name)) throw new Error(`index "${name}" is already registered`);
+    this.indexers.set(name, fn);
+    const map: IndexMap = new Map();
+    for (const [key, obj] of this.items) addToIndex(map, fn(obj), key);
+    this.indexes.set(name, map);
+  }
+
+  get size(): number {
+    return this.items.size;
+  }
+
+  getByKey(key: string): T | undefined {
+    return this.items.get(key);
+  }
+
+  get(namespace: string | undefined, name: string): T | undefined {
+    return this.items.get(namespace ? `${namespace}/${name}` : name);
+  }
+
+  keys(): IterableIterator<string> {
+    return this.items.keys();
+  }
+
+  /** Insert or replace one object; returns the previous version. */
+  upsert(obj: T): T | undefined {
+    const key = objectKey(obj);
+    const old = this.items.get(key);
+    if (old) this.unindex(key, old);
+    this.items.set(key, obj);
+    for (const [name, fn] of this.indexers) addToIndex(this.indexes.get(name) as IndexMap, fn(obj), key);
+    return old;
+  }
+
+  /** Remove one object by key; returns it. */
+  remove(key: string): T | undefined {
+    const old = this.items.get(key);
+    if (old) {
+      this.unindex(key, old);
+      this.items.delete(key);
+    }
+    return old;
+  }
+
+  /** Swap in a complete new content (after a list); returns the old content for diffing. */
+  replace(objs: Iterable<T>): Map<string, T> {
+    const items = new Map<string, T>();
+    const indexes = new Map<string, IndexMap>();
+    for (const name of this.indexers.keys()) indexes.set(name, new Map());
+    for (const obj of objs) {
+      const key = objectKey(obj);
+      items.set(key, obj);
+      for (const [name, fn] of this.indexers) addToIndex(indexes.get(name) as IndexMap, fn(obj), key);
+    }
+    const old = this.items;
+    this.items = items;
+    this.indexes = indexes;
+    return old;
+  }
+
+  list(opts: StoreListOptions = {}): T[] {
+    const match = labelMatcher(opts.labelSelector);
+    let keys: Iterable<string>;
+    if (opts.index) {
+      const idx = this.indexes.get(opts.index.name);
+      if (!idx) throw new UnknownIndexError(opts.index.name);
+      keys = idx.get(opts.index.value) ?? [];
+    } else if (opts.namespace !== undefined) {
+      keys = this.indexes.get(NAMESPACE_INDEX)?.get(opts.namespace) ?? [];
+    } else {
+      keys = this.items.keys();
+    }
+    const out: T[] = [];
+    for (const key of keys) {
+      const obj = this.items.get(key);
+      if (!obj) continue;
+      if (opts.namespace !== undefined && (obj.metadata.namespace ?? "") !== opts.namespace) continue;
+      if (!match(obj.metadata.labels)) continue;
+      out.push(obj);
+    }
+    return out;
+  }
+
+  private unindex(key: string, obj: T): void {
+    for (const [name, fn] of this.indexers) {
+      const map = this.indexes.get(name) as IndexMap;
+      for (const v of fn(obj)) {
+        const set = map.get(v);
+        if (!set) continue;
+        set.delete(key);
+        if (set.size === 0) map.delete(v);
+      }
+    }
+  }
+}
+
+function addToIndex(map: IndexMap, values: string[], key: string): void {
+  for (const v of values) {
+    let set = map.get(v);
+    if (!set) map.set(v, (set = new Set()));
+    set.add(key);
+  }
+}

@@ -1,0 +1,68 @@
+/**
+ * A TCP proxy on 127.0.0.1 for network fault injection: point a client at it, then drop every open
+ * connection (a network blip mid-watch) or refuse new ones for a while (a partition). TLS passes through
+ * untouched; the apiserver's certificate is valid for 127.0.0.1 on any port.
+ */
+import { createConnection, createServer, type Server, type Socket } from "node:net";
+
+export interface TcpProxy {
+  readonly port: number;
+  /** Connections accepted so far. */
+  readonly connections: number;
+  /** Reset every open connection now. */
+  dropAll(): void;
+  /** Refuse (reset) new connections until `heal()`. */
+  partition(): void;
+  heal(): void;
+  close(): Promise<void>;
+}
+
+export async function startTcpProxy(targetPort: number, targetHost = "127.0.0.1"): Promise<TcpProxy> {
+  const open = new Set<Socket>();
+  let partitioned = false;
+  let accepted = 0;
+  const server: Server = createServer((client) => {
+    accepted++;
+    if (partitioned) {
+      client.resetAndDestroy();
+      return;
+    }
+    const upstream = createConnection({ port: targetPort, host: targetHost });
+    open.add(client);
+    open.add(upstream);
+    const cleanup = (): void => {
+      open.delete(client);
+      open.delete(upstream);
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on("error", cleanup).on("close", cleanup);
+    upstream.on("error", cleanup).on("close", cleanup);
+    client.pipe(upstream).pipe(client);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const address = server.address();
+  const port = typeof address === "object" && address ? address.port : 0;
+  const dropAll = (): void => {
+    for (const s of open) s.resetAndDestroy();
+    open.clear();
+  };
+  return {
+    port,
+    get connections() {
+      return accepted;
+    },
+    dropAll,
+    partition: () => {
+      partitioned = true;
+      dropAll();
+    },
+    heal: () => {
+      partitioned = false;
+    },
+    close: async () => {
+      dropAll();
+      await new Promise((r) => server.close(r));
+    },
+  };
+}
