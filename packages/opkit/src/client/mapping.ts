@@ -47,13 +47,10 @@ export class RestMapper {
     const cached = this.byGroupVersion.get(apiVersion);
     const hit = cached?.mappings.get(kind);
     if (hit) return hit;
-    if (cached && Date.now() - cached.at < MIN_REFRESH_MS) {
-      throw new UnknownKindError(
-        apiVersion,
-        kind,
-        "not in discovery (install its CRD, or check the kind's spelling)",
-      );
-    }
+    // A kind we did not know may have just been installed: look again, but at most once a second so a
+    // misspelt kind cannot hammer discovery.
+    const age = cached ? Date.now() - cached.at : MIN_REFRESH_MS;
+    if (age < MIN_REFRESH_MS) await new Promise((r) => setTimeout(r, MIN_REFRESH_MS - age));
     const fresh = await this.refresh(apiVersion);
     const found = fresh.get(kind);
     if (!found) {

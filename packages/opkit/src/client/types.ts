@@ -96,3 +96,8 @@ export function groupOf(apiVersion: string): string {
   const i = apiVersion.indexOf("/");
   return i < 0 ? "" : apiVersion.slice(0, i);
 }
+
+/** A `metav1.MicroTime` string (RFC 3339 with microseconds), as Leases and events.k8s.io Events require. */
+export function microTime(date: Date): string {
+  return date.toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
+}
