@@ -1,0 +1,153 @@
+/**
+ * Declarative children against the real control plane: desired children are applied with the owner
+ * reference and labels, undesired ones are pruned (from a live list or from the cache), and a
+ * Deployment child becomes ready once kwok runs its pods.
+ */
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { Cache } from "../cache/cache.ts";
+import { NotFoundError } from "../client/errors.ts";
+import { kindRef, type KubeObject } from "../client/types.ts";
+import { getControllerOf } from "../helpers/ownerrefs.ts";
+import { useTestEnv, type TestEnv } from "../testenv/testing.ts";
+import { ChildrenSpecError, MANAGER_LABEL, OWNER_UID_LABEL, reconcileChildren } from "./children.ts";
+
+type ConfigMap = KubeObject & { data?: Record<string, string> };
+const ConfigMaps = kindRef<ConfigMap>("v1", "ConfigMap");
+const Deployments = kindRef<KubeObject>("apps/v1", "Deployment");
+const Secrets = kindRef<KubeObject>("v1", "Secret");
+
+const cm = (name: string, data: Record<string, string> = { v: "1" }): ConfigMap => ({
+  apiVersion: "v1",
+  kind: "ConfigMap",
+  metadata: { name },
+  data,
+});
+
+async function exists(get: () => Promise<unknown>): Promise<boolean> {
+  try {
+    await get();
+    return true;
+  } catch (err) {
+    if (err instanceof NotFoundError) return false;
+    throw err;
+  }
+}
+
+describe("reconcileChildren against opkit env", () => {
+  let env: TestEnv;
+  before(async () => {
+    env = await useTestEnv();
+  });
+  after(async () => {
+    await env?.cleanup();
+  });
+
+  async function parentIn(ns: string): Promise<ConfigMap> {
+    return env.client.create<ConfigMap>({
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: "parent", namespace: ns },
+    });
+  }
+
+  it("applies [a, b], then prunes b when only [a] is desired", async () => {
+    const ns = await env.namespace("children");
+    const parent = await parentIn(ns);
+    const opts = { fieldManager: "children-test", ownedKinds: [ConfigMaps, Secrets] };
+
+    const first = await reconcileChildren(env.client, parent, [cm("a"), cm("b")], opts);
+    assert.deepEqual(
+      first.applied.map((o) => o.metadata.name),
+      ["a", "b"],
+    );
+    assert.deepEqual(first.pruned, []);
+    assert.equal(first.ready, true);
+    const a = await env.client.get(ConfigMaps, "a", { namespace: ns });
+    assert.equal(a.metadata.labels?.[OWNER_UID_LABEL], parent.metadata.uid);
+    assert.equal(a.metadata.labels?.[MANAGER_LABEL], "children-test");
+    assert.equal(getControllerOf(a)?.uid, parent.metadata.uid);
+    assert.ok(
+      a.metadata.managedFields?.some((f) => f.manager === "children-test" && f.operation === "Apply"),
+    );
+
+    // An object with a copied label but no controller reference to the parent is never pruned.
+    await env.client.create<ConfigMap>({
+      ...cm("impostor"),
+      metadata: { name: "impostor", namespace: ns, labels: a.metadata.labels },
+    });
+
+    const second = await reconcileChildren(env.client, parent, [cm("a", { v: "2" })], opts);
+    assert.deepEqual(second.pruned, [`ConfigMap/${ns}/b`]);
+    assert.equal((second.applied[0] as ConfigMap).data?.v, "2");
+    assert.equal(await exists(() => env.client.get(ConfigMaps, "b", { namespace: ns })), false);
+    assert.equal(await exists(() => env.client.get(ConfigMaps, "impostor", { namespace: ns })), true);
+
+    const third = await reconcileChildren(env.client, parent, [cm("a", { v: "2" })], opts);
+    assert.deepEqual(third.pruned, [], "nothing left to prune");
+
+    await assert.rejects(
+      reconcileChildren(
+        env.client,
+        parent,
+        [{ apiVersion: "apps/v1", kind: "Deployment", metadata: { name: "d" } }],
+        opts,
+      ),
+      ChildrenSpecError,
+    );
+  });
+
+  it("finds the children to prune in the cache when given one", async (t) => {
+    const ns = await env.namespace("children-cache");
+    const parent = await parentIn(ns);
+    const cache = new Cache(env.client, { namespace: ns });
+    t.after(() => cache.stop());
+    cache.informer(ConfigMaps);
+    cache.start();
+    await cache.waitForSync(30_000);
+    const opts = { fieldManager: "children-test", ownedKinds: [ConfigMaps], cache };
+
+    const first = await reconcileChildren(env.client, parent, [cm("a"), cm("b")], opts);
+    const rv = first.applied[1]?.metadata.resourceVersion ?? "";
+    await cache.waitForResourceVersion(ConfigMaps, rv, 30_000);
+    const second = await reconcileChildren(env.client, parent, [cm("b")], opts);
+    assert.deepEqual(second.pruned, [`ConfigMap/${ns}/a`]);
+    assert.equal(await exists(() => env.client.get(ConfigMaps, "a", { namespace: ns })), false);
+  });
+
+  it("reports a Deployment child ready once its pods run", async () => {
+    const ns = await env.namespace("children-deploy");
+    const parent = await parentIn(ns);
+    const labels = { app: "web" };
+    const deployment: KubeObject = {
+      apiVersion: "apps/v1",
+      kind: "Deployment",
+      metadata: { name: "web" },
+      spec: {
+        replicas: 2,
+        selector: { matchLabels: labels },
+        template: {
+          metadata: { labels },
+          spec: { containers: [{ name: "main", image: "registry.example/app:1" }] },
+        },
+      },
+    } as KubeObject;
+    const opts = { fieldManager: "children-test", ownedKinds: [Deployments, ConfigMaps] };
+
+    const first = await reconcileChildren(env.client, parent, [deployment, cm("config")], opts);
+    assert.equal(first.ready, false);
+    assert.deepEqual(first.notReady, [`Deployment/${ns}/web`]);
+
+    const deadline = Date.now() + 90_000;
+    let result = first;
+    while (!result.ready) {
+      assert.ok(Date.now() < deadline, `Deployment never became ready: ${JSON.stringify(result.applied[0])}`);
+      await new Promise((r) => setTimeout(r, 500));
+      result = await reconcileChildren(env.client, parent, [deployment, cm("config")], opts);
+    }
+    assert.deepEqual(result.notReady, []);
+    assert.deepEqual(result.pruned, []);
+    const status = (result.applied[0] as KubeObject & { status?: { availableReplicas?: number } }).status;
+    assert.equal(status?.availableReplicas, 2);
+  });
+});

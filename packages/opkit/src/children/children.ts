@@ -1,0 +1,183 @@
+/**
+ * Declarative children (Metacontroller's composite controller, java-operator-sdk's dependent
+ * resources): the reconcile states the children it wants; this applies them, prunes the ones no longer
+ * wanted and says whether all are ready. Children are found again by a label carrying the parent's UID
+ * and the field manager, and only objects the parent also controls (owner reference) are ever deleted,
+ * so a copied label cannot make us delete someone else's object.
+ */
+import { createHash } from "node:crypto";
+import type { Cache } from "../cache/cache.ts";
+import { OWNER_INDEX } from "../cache/store.ts";
+import type { KubeClient } from "../client/client.ts";
+import { ConflictError, NotFoundError } from "../client/errors.ts";
+import { groupOf, objectKey, type KindRef, type KubeObject } from "../client/types.ts";
+import { applyBody } from "../helpers/apply.ts";
+import {
+  describeObject,
+  isControlledBy,
+  OwnerReferenceError,
+  setControllerReference,
+} from "../helpers/ownerrefs.ts";
+import { isChildReady, type ReadinessRule } from "./readiness.ts";
+
+/** Label on every child: the UID of its parent. */
+export const OWNER_UID_LABEL = "opkit.dev/owner-uid";
+/** Label on every child: which field manager applied it, so two controllers never prune each other's. */
+export const MANAGER_LABEL = "opkit.dev/manager";
+
+export interface ReconcileChildrenOptions {
+  fieldManager: string;
+  /**
+   * The kinds this parent's children may have. Only these are pruned, and a desired child of another
+   * kind is refused: it could never be pruned and would leak until the parent is deleted.
+   */
+  ownedKinds: readonly KindRef[];
+  /**
+   * Find existing children in this cache (by the controller-owner index) instead of listing from the
+   * API server. It may lag behind: a child created moments ago is pruned on a later reconcile.
+   */
+  cache?: Cache;
+  /** Readiness per kind, tried before the built-in rules. */
+  readiness?: readonly ReadinessRule[];
+  /** Take over fields other managers own (default true). */
+  force?: boolean;
+  /** Default true; see ControllerReferenceOptions. */
+  blockOwnerDeletion?: boolean;
+}
+
+export interface ChildrenResult {
+  /** The children as the server stored them, in the order desired. */
+  applied: KubeObject[];
+  /** "Kind/namespace/name" of each child deleted because it is no longer desired. */
+  pruned: string[];
+  /** Every applied child is ready. */
+  ready: boolean;
+  /** "Kind/namespace/name" of each child not ready yet. */
+  notReady: string[];
+}
+
+/** The desired children cannot be reconciled as stated (a kind not owned, a child listed twice). */
+export class ChildrenSpecError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
+
+/** The field manager as a label value; names that cannot be one (too long, other characters) are hashed. */
+export function managerLabelValue(fieldManager: string): string {
+  if (fieldManager.length <= 63 && LABEL_VALUE.test(fieldManager)) return fieldManager;
+  return `fm-${createHash("sha256").update(fieldManager).digest("hex").slice(0, 40)}`;
+}
+
+function groupKind(apiVersion: string, kind: string): string {
+  return `${groupOf(apiVersion)}/${kind}`;
+}
+
+function describeChild(kind: string, obj: KubeObject): string {
+  return `${kind}/${objectKey(obj)}`;
+}
+
+/**
+ * Apply every desired child (controller reference to `parent`, the owner labels, the field manager),
+ * then — only when all applies succeeded — delete (propagation Background) the children of
+ * `ownedKinds` that carry this parent's labels and controller reference but are no longer desired.
+ * Namespaced children without a namespace go into the parent's namespace.
+ */
+export async function reconcileChildren(
+  client: KubeClient,
+  parent: KubeObject,
+  desired: readonly KubeObject[],
+  opts: ReconcileChildrenOptions,
+): Promise<ChildrenResult> {
+  const uid = parent.metadata.uid;
+  if (!uid || !parent.apiVersion || !parent.kind) {
+    throw new OwnerReferenceError(
+      describeObject(parent),
+      "its children",
+      "a parent needs apiVersion, kind and metadata.uid (read it from the API server first)",
+    );
+  }
+  const scopes = new Map<string, Promise<boolean>>();
+  const namespaced = (kind: KindRef): Promise<boolean> => {
+    const key = groupKind(kind.apiVersion, kind.kind);
+    let p = scopes.get(key);
+    if (!p) scopes.set(key, (p = client.mapping(kind).then((m) => m.namespaced)));
+    return p;
+  };
+  const parentNamespaced = await namespaced({ apiVersion: parent.apiVersion, kind: parent.kind });
+  const owned = new Map(opts.ownedKinds.map((k) => [groupKind(k.apiVersion, k.kind), k]));
+  const labels = { [OWNER_UID_LABEL]: uid, [MANAGER_LABEL]: managerLabelValue(opts.fieldManager) };
+
+  const bodies: KubeObject[] = [];
+  const wantedKeys = new Set<string>();
+  for (const child of desired) {
+    if (!child.apiVersion || !child.kind || !child.metadata.name) {
+      throw new ChildrenSpecError(
+        `a desired child needs apiVersion, kind and metadata.name: ${describeObject(child)}`,
+      );
+    }
+    const gk = groupKind(child.apiVersion, child.kind);
+    if (!owned.has(gk)) {
+      throw new ChildrenSpecError(
+        `${describeObject(child)} is of a kind not in ownedKinds (${[...owned.keys()].join(", ")}); add ${gk} so it can be pruned`,
+      );
+    }
+    const body = applyBody(child);
+    const childNamespaced = await namespaced({ apiVersion: child.apiVersion, kind: child.kind });
+    if (childNamespaced && !body.metadata.namespace && parentNamespaced) {
+      body.metadata.namespace = parent.metadata.namespace;
+    }
+    body.metadata.labels = { ...body.metadata.labels, ...labels };
+    setControllerReference(parent, body, {
+      ownerNamespaced: parentNamespaced,
+      childNamespaced,
+      blockOwnerDeletion: opts.blockOwnerDeletion,
+    });
+    const key = `${gk}/${objectKey(body)}`;
+    if (wantedKeys.has(key)) throw new ChildrenSpecError(`${describeObject(body)} is desired twice`);
+    wantedKeys.add(key);
+    bodies.push(body);
+  }
+
+  // One at a time and in order: a failure stops before later children and before any pruning, so a
+  // half-applied state never deletes what the previous state still relies on.
+  const applied: KubeObject[] = [];
+  for (const body of bodies) {
+    applied.push(await client.apply(body, { fieldManager: opts.fieldManager, force: opts.force ?? true }));
+  }
+
+  const selector = Object.entries(labels)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(",");
+  const pruned: string[] = [];
+  for (const kind of opts.ownedKinds) {
+    const childNamespaced = await namespaced(kind);
+    const namespace = parentNamespaced && childNamespaced ? parent.metadata.namespace : undefined;
+    const existing = opts.cache
+      ? opts.cache.list(kind, { index: { name: OWNER_INDEX, value: uid }, labelSelector: selector })
+      : (await client.listAll(kind, { namespace, labelSelector: selector })).items;
+    for (const obj of existing) {
+      if (!isControlledBy(obj, parent) || obj.metadata.deletionTimestamp) continue;
+      if (wantedKeys.has(`${groupKind(kind.apiVersion, kind.kind)}/${objectKey(obj)}`)) continue;
+      try {
+        await client.delete(kind, obj.metadata.name ?? "", {
+          namespace: obj.metadata.namespace,
+          propagationPolicy: "Background",
+          // Never delete a newer object that took the name after our read.
+          preconditions: obj.metadata.uid ? { uid: obj.metadata.uid } : undefined,
+        });
+        pruned.push(describeChild(kind.kind, obj));
+      } catch (err) {
+        if (!(err instanceof NotFoundError) && !(err instanceof ConflictError)) throw err;
+      }
+    }
+  }
+
+  const notReady = applied
+    .filter((obj) => !isChildReady(obj, opts.readiness))
+    .map((obj) => describeChild(obj.kind ?? "", obj));
+  return { applied, pruned, ready: notReady.length === 0, notReady };
+}

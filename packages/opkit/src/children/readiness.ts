@@ -1,0 +1,71 @@
+/**
+ * When is a child "ready"? Built-in answers for the workload kinds whose status says so, and "it
+ * exists" for everything else (a ConfigMap is as ready as it will ever be once stored). Rules are
+ * keyed by API group and kind, not version, because every version of a kind describes the same object.
+ */
+import { groupOf, type KindRef, type KubeObject } from "../client/types.ts";
+
+export interface ReadinessRule {
+  group: string;
+  kind: string;
+  isReady: (obj: KubeObject) => boolean;
+}
+
+/** A rule for one kind, typed by its kind reference: `readinessRule(WebApps, (w) => w.status?.ok)`. */
+export function readinessRule<T extends KubeObject>(
+  kind: KindRef<T>,
+  isReady: (obj: T) => boolean,
+): ReadinessRule {
+  return { group: groupOf(kind.apiVersion), kind: kind.kind, isReady: (obj) => isReady(obj as T) };
+}
+
+interface Workload extends KubeObject {
+  spec?: { replicas?: number };
+  status?: {
+    observedGeneration?: number;
+    replicas?: number;
+    updatedReplicas?: number;
+    readyReplicas?: number;
+    availableReplicas?: number;
+    conditions?: { type: string; status: string }[];
+  };
+}
+
+/** The controller has seen the current spec; counts from an older generation prove nothing. */
+function observedCurrent(obj: Workload): boolean {
+  return (obj.status?.observedGeneration ?? 0) >= (obj.metadata.generation ?? 0);
+}
+
+function wanted(obj: Workload): number {
+  return obj.spec?.replicas ?? 1;
+}
+
+function conditionTrue(obj: Workload, type: string): boolean {
+  return obj.status?.conditions?.some((c) => c.type === type && c.status === "True") ?? false;
+}
+
+export const BUILTIN_READINESS: readonly ReadinessRule[] = [
+  {
+    group: "apps",
+    kind: "Deployment",
+    // Updated as well as available: during a rollout the old pods alone can still count as available.
+    isReady: (d: Workload) =>
+      observedCurrent(d) &&
+      (d.status?.updatedReplicas ?? 0) >= wanted(d) &&
+      (d.status?.availableReplicas ?? 0) >= wanted(d),
+  },
+  {
+    group: "apps",
+    kind: "StatefulSet",
+    isReady: (s: Workload) => observedCurrent(s) && (s.status?.readyReplicas ?? 0) >= wanted(s),
+  },
+  { group: "batch", kind: "Job", isReady: (j: Workload) => conditionTrue(j, "Complete") },
+  { group: "", kind: "Pod", isReady: (p: Workload) => conditionTrue(p, "Ready") },
+];
+
+/** Whether `obj` is ready: the first matching rule of `overrides`, then the built-ins, else true. */
+export function isChildReady(obj: KubeObject, overrides: readonly ReadinessRule[] = []): boolean {
+  const group = groupOf(obj.apiVersion ?? "");
+  const rule = [...overrides, ...BUILTIN_READINESS].find((r) => r.group === group && r.kind === obj.kind);
+  return rule ? rule.isReady(obj) : true;
+}

@@ -1,0 +1,110 @@
+/**
+ * Status conditions with the semantics of apimachinery's `meta.SetStatusCondition`: one condition per
+ * type, and `lastTransitionTime` moves only when the status flips, so users can read how long an object
+ * has been (un)ready. Every function is pure: inputs are never mutated, and `changed` tells the caller
+ * whether a status write is needed at all (writing unchanged status would only churn resourceVersions).
+ */
+
+export type ConditionStatus = "True" | "False" | "Unknown";
+
+/** `metav1.Condition` as it travels in JSON. */
+export interface Condition {
+  /** CamelCase type, e.g. "Ready"; unique within the list. */
+  type: string;
+  status: ConditionStatus;
+  /** CamelCase, machine-readable reason for the last transition or update. */
+  reason: string;
+  /** Human-readable detail; may be empty. */
+  message: string;
+  /** The `metadata.generation` the condition was computed from. */
+  observedGeneration?: number;
+  /** RFC 3339 time of the last status change. */
+  lastTransitionTime: string;
+}
+
+/** What a caller states; the transition time is managed unless given explicitly. */
+export interface NewCondition {
+  type: string;
+  status: ConditionStatus;
+  reason: string;
+  message?: string;
+  observedGeneration?: number;
+  /** Used only when the status flips or the condition is new; defaults to `now`. */
+  lastTransitionTime?: string;
+}
+
+export interface ConditionsResult {
+  conditions: Condition[];
+  /** False when the result is identical to the input (no status write needed). */
+  changed: boolean;
+}
+
+/**
+ * `metav1.Time` serializes with whole seconds; producing the same form keeps the value stable across a
+ * round trip through Go clients and makes repeated status comparisons exact.
+ */
+export function formatConditionTime(d: Date): string {
+  return d.toISOString().replace(/\.\d+Z$/, "Z");
+}
+
+/** Set (add or update) the condition of `c.type`. */
+export function setCondition(
+  conditions: readonly Condition[] | undefined,
+  c: NewCondition,
+  now: Date = new Date(),
+): ConditionsResult {
+  const list = conditions ?? [];
+  const index = list.findIndex((x) => x.type === c.type);
+  const existing = index >= 0 ? list[index] : undefined;
+  const flipped = existing === undefined || existing.status !== c.status;
+  const next: Condition = {
+    type: c.type,
+    status: c.status,
+    reason: c.reason,
+    message: c.message ?? "",
+    ...(c.observedGeneration !== undefined ? { observedGeneration: c.observedGeneration } : {}),
+    lastTransitionTime: flipped
+      ? (c.lastTransitionTime ?? formatConditionTime(now))
+      : (existing?.lastTransitionTime ?? formatConditionTime(now)),
+  };
+  if (existing !== undefined && sameCondition(existing, next)) {
+    return { conditions: [...list], changed: false };
+  }
+  const out = [...list];
+  if (index >= 0) out[index] = next;
+  else out.push(next);
+  return { conditions: out, changed: true };
+}
+
+function sameCondition(a: Condition, b: Condition): boolean {
+  return (
+    a.type === b.type &&
+    a.status === b.status &&
+    a.reason === b.reason &&
+    a.message === b.message &&
+    a.observedGeneration === b.observedGeneration &&
+    a.lastTransitionTime === b.lastTransitionTime
+  );
+}
+
+export function getCondition(
+  conditions: readonly Condition[] | undefined,
+  type: string,
+): Condition | undefined {
+  return conditions?.find((c) => c.type === type);
+}
+
+/** True only for status "True"; a missing condition counts as not true. */
+export function isConditionTrue(conditions: readonly Condition[] | undefined, type: string): boolean {
+  return getCondition(conditions, type)?.status === "True";
+}
+
+/** Remove the condition of `type`, if present. */
+export function removeCondition(
+  conditions: readonly Condition[] | undefined,
+  type: string,
+): ConditionsResult {
+  const list = conditions ?? [];
+  const out = list.filter((c) => c.type !== type);
+  return { conditions: out, changed: out.length !== list.length };
+}

@@ -1,0 +1,151 @@
+/**
+ * Controller owner references with the garbage collector's rules checked up front. The API server
+ * accepts an owner reference it cannot honour (a cross-namespace owner, a namespaced owner of a
+ * cluster-scoped object) and the garbage collector then deletes the child or ignores the reference
+ * later, far from the bug; failing here names both objects and the rule at the line that broke it.
+ */
+import type { KubeClient } from "../client/client.ts";
+import { groupOf, objectKey, type KubeObject, type OwnerReference } from "../client/types.ts";
+
+/** A rule of ownership was broken; the message names owner, child and the rule. */
+export class OwnerReferenceError extends Error {
+  readonly owner: string;
+  readonly child: string;
+  readonly rule: string;
+  constructor(owner: string, child: string, rule: string) {
+    super(`${owner} cannot own ${child}: ${rule}`);
+    this.name = new.target.name;
+    this.owner = owner;
+    this.child = child;
+    this.rule = rule;
+  }
+}
+
+/** The child already has a different controller; an object has at most one. */
+export class AlreadyOwnedError extends OwnerReferenceError {
+  readonly existing: OwnerReference;
+  constructor(owner: string, child: string, existing: OwnerReference) {
+    super(
+      owner,
+      child,
+      `it is already controlled by ${existing.kind} ${existing.name} (uid ${existing.uid}); an object has at most one controller`,
+    );
+    this.existing = existing;
+  }
+}
+
+export interface OwnerScopes {
+  ownerNamespaced: boolean;
+  childNamespaced: boolean;
+}
+
+export interface ControllerReferenceOptions {
+  /**
+   * Foreground deletion of the owner waits for this child. Default true, as controller-runtime sets it;
+   * it needs the `update` permission on the owner's `finalizers` subresource.
+   */
+  blockOwnerDeletion?: boolean;
+}
+
+/** "Kind namespace/name" for messages. */
+export function describeObject(obj: KubeObject): string {
+  return `${obj.kind ?? "object"} ${objectKey(obj) || "(unnamed)"}`;
+}
+
+/** The owner reference that marks `owner` as the controller of another object. */
+export function controllerReferenceTo(
+  owner: KubeObject,
+  opts: ControllerReferenceOptions = {},
+): OwnerReference {
+  const { apiVersion, kind } = owner;
+  const { name, uid } = owner.metadata;
+  if (!apiVersion || !kind || !name || !uid) {
+    throw new OwnerReferenceError(
+      describeObject(owner),
+      "another object",
+      "an owner needs apiVersion, kind, metadata.name and metadata.uid (read it from the API server before using it as an owner)",
+    );
+  }
+  return {
+    apiVersion,
+    kind,
+    name,
+    uid,
+    controller: true,
+    blockOwnerDeletion: opts.blockOwnerDeletion ?? true,
+  };
+}
+
+/**
+ * Make `owner` the controller of `child`, checking the rules with the scopes you pass. Mutates
+ * `child.metadata.ownerReferences` (like controller-runtime) and returns `child`. A reference to the
+ * same owner (same group, kind and name) is replaced, so a recreated owner takes over its children.
+ */
+export function setControllerReference<T extends KubeObject>(
+  owner: KubeObject,
+  child: T,
+  opts: OwnerScopes & ControllerReferenceOptions,
+): T {
+  const ownerName = describeObject(owner);
+  const childName = describeObject(child);
+  const ref = controllerReferenceTo(owner, opts);
+  if (opts.ownerNamespaced) {
+    if (!opts.childNamespaced) {
+      throw new OwnerReferenceError(
+        ownerName,
+        childName,
+        "a namespaced owner cannot own a cluster-scoped object (the garbage collector would delete the child)",
+      );
+    }
+    if (!child.metadata.namespace || child.metadata.namespace !== owner.metadata.namespace) {
+      throw new OwnerReferenceError(
+        ownerName,
+        childName,
+        `cross-namespace owner references are not allowed: the child must be in the owner's namespace "${owner.metadata.namespace ?? ""}"`,
+      );
+    }
+  }
+  const refs = child.metadata.ownerReferences ?? [];
+  const current = refs.find((r) => r.controller);
+  if (current && !sameOwner(current, ref)) throw new AlreadyOwnedError(ownerName, childName, current);
+  const kept = refs.filter((r) => !sameOwner(r, ref));
+  child.metadata.ownerReferences = [...kept, ref];
+  return child;
+}
+
+/** Like `setControllerReference`, with both scopes looked up through the client's discovery. */
+export async function setControllerReferenceAsync<T extends KubeObject>(
+  client: KubeClient,
+  owner: KubeObject,
+  child: T,
+  opts: ControllerReferenceOptions = {},
+): Promise<T> {
+  const [ownerNamespaced, childNamespaced] = await Promise.all([
+    isNamespaced(client, owner),
+    isNamespaced(client, child),
+  ]);
+  return setControllerReference(owner, child, { ...opts, ownerNamespaced, childNamespaced });
+}
+
+async function isNamespaced(client: KubeClient, obj: KubeObject): Promise<boolean> {
+  if (!obj.apiVersion || !obj.kind) {
+    throw new Error(`${describeObject(obj)} has no apiVersion/kind: set both to resolve its scope`);
+  }
+  return (await client.mapping({ apiVersion: obj.apiVersion, kind: obj.kind })).namespaced;
+}
+
+/** Same object for ownership purposes: group, kind and name (the version may differ). */
+function sameOwner(a: OwnerReference, b: OwnerReference): boolean {
+  return groupOf(a.apiVersion) === groupOf(b.apiVersion) && a.kind === b.kind && a.name === b.name;
+}
+
+/** The controller owner reference of `obj`, if any. */
+export function getControllerOf(obj: KubeObject): OwnerReference | undefined {
+  return obj.metadata.ownerReferences?.find((r) => r.controller === true);
+}
+
+/** Whether `owner` (by UID) is the controller of `obj`. */
+export function isControlledBy(obj: KubeObject, owner: KubeObject): boolean {
+  const uid = owner.metadata.uid;
+  return uid !== undefined && getControllerOf(obj)?.uid === uid;
+}

@@ -1,0 +1,50 @@
+/**
+ * Status writes that happen only when something changed. A write of identical status still bumps the
+ * resourceVersion, fires a watch event and re-triggers the reconcile that wrote it: the status loop
+ * users complain about. Comparing first breaks that loop.
+ */
+import type { KubeClient } from "../client/client.ts";
+import type { KubeObject } from "../client/types.ts";
+import { jsonEqual, mergePatchDiff } from "./json.ts";
+
+/** The status type of an object type (`unknown` for objects typed without one). */
+export type StatusOf<T> = T extends { status?: infer S } ? S : unknown;
+
+export interface StatusWriteOptions {
+  fieldManager?: string;
+}
+
+/**
+ * Write `status` through the status subresource when it differs (as JSON) from `obj.status`. The write
+ * is a merge patch of the difference (removed keys become null), so it needs no resourceVersion and
+ * cannot conflict, and fields another writer added meanwhile survive. Returns whether it wrote.
+ *
+ * The kind must have the status subresource (CRDs: `subresources.status`); without it the write fails
+ * with NotFoundError. A NotFoundError also means the object is gone; callers that do not care use
+ * `manageError`/`manageSuccess`, which ignore it.
+ */
+export async function updateStatusIfChanged<T extends KubeObject>(
+  client: KubeClient,
+  obj: T,
+  status: StatusOf<T>,
+  opts: StatusWriteOptions = {},
+): Promise<boolean> {
+  const current = (obj as { status?: unknown }).status;
+  if (jsonEqual(current, status)) return false;
+  if (!obj.apiVersion || !obj.kind || !obj.metadata.name) {
+    throw new Error("updateStatusIfChanged needs an object with apiVersion, kind and metadata.name");
+  }
+  const diff = mergePatchDiff(current, status);
+  await client.patch(
+    { apiVersion: obj.apiVersion, kind: obj.kind },
+    obj.metadata.name,
+    { status: diff ?? null },
+    {
+      type: "merge",
+      namespace: obj.metadata.namespace,
+      subresource: "status",
+      fieldManager: opts.fieldManager,
+    },
+  );
+  return true;
+}
