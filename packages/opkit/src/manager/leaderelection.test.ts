@@ -1,0 +1,248 @@
+/**
+ * Leader election's timing logic with a fake clock and an in-memory Lease store (optimistic
+ * concurrency like the API server's). The real API server is exercised in leaderelection.int.test.ts.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { FakeClock } from "../clock/index.ts";
+import { ConflictError, ConnectionError, NotFoundError } from "../client/errors.ts";
+import { microTime, type KindRef, type KubeObject } from "../client/types.ts";
+import {
+  LeaderElectionConfigError,
+  LeaderElector,
+  LeadershipLostError,
+  type Lease,
+  type LeaseClient,
+  type StoppedLeadingInfo,
+} from "./leaderelection.ts";
+
+class MemoryLeases {
+  lease: Lease | undefined;
+  rv = 0;
+  writes = 0;
+  failing = false;
+
+  client(): LeaseClient {
+    const req = { method: "GET", path: "/leases" };
+    const check = (): void => {
+      if (this.failing) throw new ConnectionError(req, new Error("connect ECONNREFUSED"));
+    };
+    const clone = (l: Lease): Lease => structuredClone(l);
+    return {
+      get: (async (_kind: KindRef, _name: string) => {
+        check();
+        if (!this.lease) throw new NotFoundError(404, { reason: "NotFound" }, req);
+        return clone(this.lease);
+      }) as LeaseClient["get"],
+      create: (async (obj: KubeObject) => {
+        check();
+        if (this.lease) throw new ConflictError(409, { reason: "AlreadyExists" }, req);
+        this.lease = {
+          ...clone(obj as Lease),
+          metadata: { ...obj.metadata, resourceVersion: String(++this.rv) },
+        };
+        this.writes++;
+        return clone(this.lease);
+      }) as LeaseClient["create"],
+      update: (async (obj: KubeObject) => {
+        check();
+        if (!this.lease) throw new NotFoundError(404, { reason: "NotFound" }, req);
+        if (obj.metadata.resourceVersion !== this.lease.metadata.resourceVersion) {
+          throw new ConflictError(409, { reason: "Conflict" }, req);
+        }
+        this.lease = {
+          ...clone(obj as Lease),
+          metadata: { ...obj.metadata, resourceVersion: String(++this.rv) },
+        };
+        this.writes++;
+        return clone(this.lease);
+      }) as LeaseClient["update"],
+    };
+  }
+
+  /** Another process writes the Lease directly. */
+  set(spec: Lease["spec"]): void {
+    this.lease = {
+      apiVersion: "coordination.k8s.io/v1",
+      kind: "Lease",
+      metadata: { name: "l", namespace: "ns", resourceVersion: String(++this.rv) },
+      spec,
+    };
+  }
+}
+
+/** Advance fake time in steps, letting the promise chains the timers start run in between. */
+async function advance(clock: FakeClock, ms: number, step = 50): Promise<void> {
+  for (let t = 0; t < ms; t += step) {
+    clock.advance(Math.min(step, ms - t));
+    for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+  }
+}
+
+function elector(store: MemoryLeases, clock: FakeClock, identity: string): LeaderElector {
+  return new LeaderElector({
+    client: store.client(),
+    namespace: "ns",
+    name: "l",
+    identity,
+    clock,
+    wallClock: () => new Date(Date.UTC(2030, 0, 1) + clock.now()),
+    random: () => 0,
+  });
+}
+
+interface Recorder {
+  started: number[];
+  stopped: StoppedLeadingInfo[];
+  stoppedAt?: number;
+  signal?: AbortSignal;
+}
+
+function callbacks(clock: FakeClock, rec: Recorder) {
+  return {
+    onStartedLeading: (signal: AbortSignal) => {
+      rec.started.push(clock.now());
+      rec.signal = signal;
+    },
+    onStoppedLeading: (info: StoppedLeadingInfo) => {
+      rec.stopped.push(info);
+      rec.stoppedAt = clock.now();
+    },
+  };
+}
+
+test("expiry counts from when the record was seen to change, not from its renewTime", async () => {
+  const clock = new FakeClock(1_000_000);
+  const store = new MemoryLeases();
+  // The holder's clock is an hour ahead: by its renewTime the lease is valid for another hour.
+  store.set({
+    holderIdentity: "other",
+    leaseDurationSeconds: 15,
+    renewTime: microTime(new Date(Date.UTC(2030, 0, 1, 1))),
+    acquireTime: microTime(new Date(Date.UTC(2030, 0, 1, 1))),
+    leaseTransitions: 4,
+  });
+  const e = elector(store, clock, "me");
+  const rec: Recorder = { started: [], stopped: [] };
+  const leaders: string[] = [];
+  const done = e.run({ ...callbacks(clock, rec), onNewLeader: (id) => leaders.push(id) });
+
+  await advance(clock, 14_000);
+  assert.equal(rec.started.length, 0, "must wait a full lease duration from the first observation");
+  assert.equal(e.isLeader(), false);
+  assert.equal(e.leader(), "other");
+  await advance(clock, 3_000); // first attempt after 15 s on our clock, retries every 2 s
+  assert.equal(rec.started.length, 1);
+  assert.ok(rec.started[0]! - 1_000_000 >= 15_000 && rec.started[0]! - 1_000_000 <= 17_000);
+  assert.equal(e.isLeader(), true);
+  assert.equal(store.lease?.spec?.holderIdentity, "me");
+  assert.equal(store.lease?.spec?.leaseTransitions, 5, "a takeover is a transition");
+  assert.deepEqual(leaders, ["other", "me"]);
+
+  // Renewals keep acquireTime and the transition count.
+  const acquired = store.lease?.spec?.acquireTime;
+  await advance(clock, 5_000);
+  assert.equal(store.lease?.spec?.acquireTime, acquired);
+  assert.notEqual(store.lease?.spec?.renewTime, acquired);
+  assert.equal(store.lease?.spec?.leaseTransitions, 5);
+
+  await e.stop();
+  await done;
+  assert.deepEqual(rec.stopped, [{ lost: false, reason: "stopped" }]);
+  assert.equal(rec.signal?.aborted, true);
+  assert.equal(e.isLeader(), false);
+});
+
+test("a lease that keeps changing is never taken over", async () => {
+  const clock = new FakeClock();
+  const store = new MemoryLeases();
+  const e = elector(store, clock, "me");
+  const rec: Recorder = { started: [], stopped: [] };
+  store.set({ holderIdentity: "other", leaseDurationSeconds: 15, renewTime: "a", leaseTransitions: 0 });
+  const done = e.run(callbacks(clock, rec));
+  for (let i = 0; i < 20; i++) {
+    await advance(clock, 2_000);
+    store.set({ holderIdentity: "other", leaseDurationSeconds: 15, renewTime: `r${i}`, leaseTransitions: 0 });
+  }
+  assert.equal(rec.started.length, 0);
+  await e.stop({ release: true });
+  await done;
+  assert.equal(rec.stopped.length, 0, "never led, so never stopped leading");
+  assert.equal(store.lease?.spec?.holderIdentity, "other", "release only touches a lease we hold");
+});
+
+test("renewals that fail for renewDeadline lose leadership before the lease can expire for others", async () => {
+  const clock = new FakeClock();
+  const store = new MemoryLeases();
+  const e = elector(store, clock, "me");
+  const rec: Recorder = { started: [], stopped: [] };
+  const done = e.run(callbacks(clock, rec));
+  await advance(clock, 100);
+  assert.equal(e.isLeader(), true, "an absent lease is created at once");
+  await advance(clock, 4_100);
+
+  store.failing = true;
+  const failedAt = clock.now();
+  await advance(clock, 20_000);
+  await done;
+  assert.equal(rec.stopped.length, 1);
+  assert.equal(rec.stopped[0]?.lost, true);
+  assert.match(rec.stopped[0]?.reason ?? "", /ECONNREFUSED/);
+  assert.ok(rec.signal?.reason instanceof LeadershipLostError);
+  // Lost by the deadline: at most retryPeriod (waiting for the next round) + renewDeadline, which is
+  // before anyone who saw the last renewal may take over (leaseDuration).
+  const lostAfter = rec.stoppedAt! - failedAt;
+  assert.ok(lostAfter >= 10_000 && lostAfter <= 12_100, `lost after ${lostAfter} ms`);
+  assert.ok(lostAfter < 15_000);
+  assert.equal(e.isLeader(), false);
+});
+
+test("a leader that sees another holder stops at once, without waiting out the deadline", async () => {
+  const clock = new FakeClock();
+  const store = new MemoryLeases();
+  const e = elector(store, clock, "me");
+  const rec: Recorder = { started: [], stopped: [] };
+  const done = e.run(callbacks(clock, rec));
+  await advance(clock, 100);
+  assert.equal(e.isLeader(), true);
+  store.set({ holderIdentity: "usurper", leaseDurationSeconds: 15, renewTime: "x", leaseTransitions: 9 });
+  await advance(clock, 2_100);
+  await done;
+  assert.deepEqual(rec.stopped, [{ lost: true, reason: "lease is held by usurper" }]);
+  assert.equal(e.isLeader(), false);
+});
+
+test("release hands over at once; a second candidate takes it on its next attempt", async () => {
+  const clock = new FakeClock();
+  const store = new MemoryLeases();
+  const a = elector(store, clock, "a");
+  const b = elector(store, clock, "b");
+  const ra: Recorder = { started: [], stopped: [] };
+  const rb: Recorder = { started: [], stopped: [] };
+  const doneA = a.run(callbacks(clock, ra));
+  await advance(clock, 100);
+  const doneB = b.run(callbacks(clock, rb));
+  await advance(clock, 6_000);
+  assert.deepEqual([a.isLeader(), b.isLeader()], [true, false]);
+
+  const releasedAt = clock.now();
+  await a.stop({ release: true });
+  await doneA;
+  assert.deepEqual(store.lease?.spec?.holderIdentity, "");
+  assert.equal(store.lease?.spec?.leaseDurationSeconds, 1);
+  await advance(clock, 2_100);
+  assert.equal(b.isLeader(), true);
+  assert.ok(rb.started[0]! - releasedAt <= 2_100, "within one retry period");
+  assert.equal(store.lease?.spec?.leaseTransitions, 1);
+  await b.stop();
+  await doneB;
+});
+
+test("timings are checked as client-go checks them", () => {
+  const client = new MemoryLeases().client();
+  const base = { client, namespace: "ns", name: "l" };
+  assert.throws(() => new LeaderElector({ ...base, leaseDurationMs: 10_000 }), LeaderElectionConfigError);
+  assert.throws(() => new LeaderElector({ ...base, renewDeadlineMs: 2_000 }), LeaderElectionConfigError);
+  assert.match(new LeaderElector(base).identity, /^.+_[0-9a-f-]{36}$/);
+  assert.equal(microTime(new Date(Date.UTC(2030, 0, 1, 0, 0, 0, 123))), "2030-01-01T00:00:00.123000Z");
+});

@@ -1,0 +1,162 @@
+/**
+ * Structured JSON logs (pino) shaped like controller-runtime's: a string `level`, an ISO `time`,
+ * `msg`, and per-reconcile fields `controller`, `namespace`, `name`, `reconcileID`, so log queries
+ * written for Go operators keep working. Values that may hold credentials are redacted before they
+ * are written: a log line is far easier to leak than a Secret.
+ */
+import { randomUUID } from "node:crypto";
+import { pino, type DestinationStream, type Logger as PinoLogger } from "pino";
+
+export type Logger = PinoLogger;
+
+export type LogLevel = "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
+
+const LEVELS: readonly string[] = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
+
+export const REDACTED = "[REDACTED]";
+
+/**
+ * Paths whose values never reach the output. pino's `*` matches one level, so each key is listed at
+ * the top level and one level down (`{token}` and `{auth: {token}}`).
+ */
+export const DEFAULT_REDACT_PATHS: readonly string[] = [
+  "token",
+  "password",
+  "secret",
+  "authorization",
+  "bearerToken",
+  "clientKey",
+  "*.token",
+  "*.password",
+  "*.secret",
+  "*.authorization",
+  "*.bearerToken",
+  "*.clientKey",
+  "headers.authorization",
+  "headers.cookie",
+  "req.headers.authorization",
+  "req.headers.cookie",
+  "*.headers.authorization",
+];
+
+export interface LoggerOptions {
+  /** Default: $OPKIT_LOG_LEVEL, else $LOG_LEVEL, else "info". */
+  level?: LogLevel;
+  /** The logger's name (the `name` field of every line). */
+  name?: string;
+  /** Where lines go; default stdout. Tests pass a stream they read. */
+  destination?: DestinationStream;
+  /** Extra redact paths on top of DEFAULT_REDACT_PATHS. */
+  redact?: readonly string[];
+}
+
+/** An unknown level name, from the options or an environment variable. */
+export class InvalidLogLevelError extends Error {
+  readonly level: string;
+  constructor(level: string, source: string) {
+    super(`unknown log level "${level}" from ${source}: use one of ${LEVELS.join(", ")}`);
+    this.name = "InvalidLogLevelError";
+    this.level = level;
+  }
+}
+
+export function createLogger(options: LoggerOptions = {}): Logger {
+  const level = resolveLevel(options.level);
+  return pino(
+    {
+      level,
+      name: options.name,
+      // Without pid/hostname: in a pod both are noise the log collector already attaches.
+      base: {},
+      timestamp: pino.stdTimeFunctions.isoTime,
+      redact: { paths: [...DEFAULT_REDACT_PATHS, ...(options.redact ?? [])], censor: REDACTED },
+      formatters: {
+        level: (label) => ({ level: label }),
+        log: (object) => redactSecretObjects(object, 0) as Record<string, unknown>,
+      },
+    },
+    // Synchronous writes: the last lines before a crash or a lost lease are the ones that matter, and
+    // an async buffer would drop them on exit.
+    options.destination ?? pino.destination({ dest: 1, sync: true }),
+  );
+}
+
+function resolveLevel(option: LogLevel | undefined): LogLevel {
+  const candidates: [string | undefined, string][] = [
+    [option, "the level option"],
+    [process.env.OPKIT_LOG_LEVEL, "$OPKIT_LOG_LEVEL"],
+    [process.env.LOG_LEVEL, "$LOG_LEVEL"],
+  ];
+  for (const [value, source] of candidates) {
+    if (value === undefined || value === "") continue;
+    const level = value.toLowerCase();
+    if (!LEVELS.includes(level)) throw new InvalidLogLevelError(value, source);
+    return level as LogLevel;
+  }
+  return "info";
+}
+
+/** Fields of one reconcile's log lines, named as in controller-runtime's JSON logs. */
+export interface ReconcileLogFields {
+  controller: string;
+  namespace?: string;
+  name?: string;
+  /** Default: a fresh UUID, so every line of one reconcile can be grepped together. */
+  reconcileID?: string;
+}
+
+/** A child logger for one reconcile; its lines carry controller, namespace, name and reconcileID. */
+export function reconcileLogger(parent: Logger, fields: ReconcileLogFields): Logger {
+  const bindings: Record<string, string> = {
+    controller: fields.controller,
+    reconcileID: fields.reconcileID ?? randomUUID(),
+  };
+  if (fields.namespace) bindings.namespace = fields.namespace;
+  if (fields.name !== undefined) bindings.name = fields.name;
+  return parent.child(bindings);
+}
+
+/** A child logger for a controller's own lines (start, stop, sync). */
+export function controllerLogger(parent: Logger, controller: string): Logger {
+  return parent.child({ controller });
+}
+
+// Path patterns cannot say "data, but only of a Secret", and redacting every `data` would hide
+// ConfigMaps too. So Secret-shaped objects (kind "Secret") found in a log call's fields, a few levels
+// deep, get their values replaced; the keys stay, since which keys exist is what one debugs.
+const MAX_SCAN_DEPTH = 4;
+
+function redactSecretObjects(value: unknown, depth: number): unknown {
+  if (depth > MAX_SCAN_DEPTH || typeof value !== "object" || value === null) return value;
+  if (Array.isArray(value)) {
+    let changed = false;
+    const out = value.map((v: unknown) => {
+      const r = redactSecretObjects(v, depth + 1);
+      if (r !== v) changed = true;
+      return r;
+    });
+    return changed ? out : value;
+  }
+  const proto: unknown = Object.getPrototypeOf(value);
+  if (proto !== Object.prototype && proto !== null) return value;
+  const obj = value as Record<string, unknown>;
+  let out: Record<string, unknown> | undefined;
+  if (obj.kind === "Secret") {
+    out = { ...obj };
+    for (const field of ["data", "stringData"]) {
+      const data = obj[field];
+      if (typeof data === "object" && data !== null) {
+        out[field] = Object.fromEntries(Object.keys(data).map((k) => [k, REDACTED]));
+      }
+    }
+  }
+  for (const [k, v] of Object.entries(obj)) {
+    if (out && (k === "data" || k === "stringData")) continue;
+    const r = redactSecretObjects(v, depth + 1);
+    if (r !== v) {
+      out ??= { ...obj };
+      out[k] = r;
+    }
+  }
+  return out ?? value;
+}

@@ -1,0 +1,337 @@
+/**
+ * Prometheus metrics under the names controller-runtime and client-go use, so the dashboards and
+ * alerts written for Go operators work unchanged. Everything lives in one Registry owned by the
+ * manager (never prom-client's global one: two managers in a process, or a library that also uses
+ * prom-client, must not collide).
+ *
+ * The queue, the client and leader election know nothing of prom-client; they report through plain
+ * callbacks, and the adapters here turn those into metric updates.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { realClock, type Clock } from "../clock/index.ts";
+import type { RequestEvent } from "../client/transport.ts";
+import type { QueueMetrics } from "../queue/workqueue.ts";
+
+/**
+ * How a reconcile ended. "terminal" (an error that must not be retried) and "panic" (an exception
+ * caught by the controller) are counted as errors too, as controller-runtime does.
+ */
+export type ReconcileOutcome = "success" | "error" | "requeue" | "requeue_after" | "terminal" | "panic";
+
+/** The `result` label values of controller_runtime_reconcile_total. */
+export type ReconcileResultLabel = "success" | "error" | "requeue" | "requeue_after";
+
+const RESULT_LABELS: readonly ReconcileResultLabel[] = ["success", "error", "requeue", "requeue_after"];
+
+/** One reconcile in progress; `end` is idempotent so a double call cannot skew active_workers. */
+export interface ReconcileTimer {
+  end(outcome: ReconcileOutcome): void;
+}
+
+/** Per-controller reconcile instrumentation. */
+export interface ReconcileMetrics {
+  /** Call when a worker picks up a key; counts the worker active until `end`. */
+  start(): ReconcileTimer;
+}
+
+export interface ReconcileMetricsOptions {
+  /** Exported as controller_runtime_max_concurrent_reconciles. */
+  maxConcurrentReconciles?: number;
+}
+
+/** What the scrape-time workqueue gauges read from a queue (WorkQueue satisfies it). */
+export interface ObservableQueue {
+  unfinishedWorkMs(): number;
+  longestRunningMs(): number;
+}
+
+export interface MetricsOptions {
+  /** Register Node's process_* and nodejs_* metrics (default true). */
+  processMetrics?: boolean;
+  /** Time source for reconcile durations (tests inject a FakeClock). */
+  clock?: Clock;
+}
+
+// controller-runtime's reconcile_time_seconds buckets: fine-grained under a second, where most
+// reconciles land, and up to a minute for slow ones.
+const RECONCILE_BUCKETS = [
+  0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.25,
+  1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60,
+];
+// client-go's workqueue buckets: ExponentialBuckets(10e-9, 10, 12), 10 ns to 1000 s.
+const WORKQUEUE_BUCKETS = Array.from({ length: 12 }, (_, i) => Number((1e-8 * 10 ** i).toPrecision(1)));
+// client-go's rest_client_request_duration_seconds buckets.
+const REST_BUCKETS = [0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60];
+
+type QueueLabels = "name" | "controller";
+
+export class Metrics {
+  readonly registry: Registry;
+  readonly #clock: Clock;
+  readonly #queues = new Map<string, ObservableQueue>();
+
+  readonly #reconcileTotal: Counter<"controller" | "result">;
+  readonly #reconcileErrors: Counter<"controller">;
+  readonly #terminalErrors: Counter<"controller">;
+  readonly #panics: Counter<"controller">;
+  readonly #reconcileTime: Histogram<"controller">;
+  readonly #maxConcurrent: Gauge<"controller">;
+  readonly #activeWorkers: Gauge<"controller">;
+
+  readonly #depth: Gauge<QueueLabels>;
+  readonly #adds: Counter<QueueLabels>;
+  readonly #retries: Counter<QueueLabels>;
+  readonly #queueDuration: Histogram<QueueLabels>;
+  readonly #workDuration: Histogram<QueueLabels>;
+  readonly #unfinishedWork: Gauge<QueueLabels>;
+  readonly #longestRunning: Gauge<QueueLabels>;
+
+  readonly #leader: Gauge<"name">;
+  readonly #requests: Counter<"code" | "method" | "host">;
+  readonly #requestDuration: Histogram<"verb" | "host">;
+
+  constructor(options: MetricsOptions = {}) {
+    this.registry = new Registry();
+    this.#clock = options.clock ?? realClock;
+    const registers = [this.registry];
+    if (options.processMetrics ?? true) collectDefaultMetrics({ register: this.registry });
+
+    this.#reconcileTotal = new Counter({
+      name: "controller_runtime_reconcile_total",
+      help: "Total number of reconciliations per controller",
+      labelNames: ["controller", "result"],
+      registers,
+    });
+    this.#reconcileErrors = new Counter({
+      name: "controller_runtime_reconcile_errors_total",
+      help: "Total number of reconciliation errors per controller",
+      labelNames: ["controller"],
+      registers,
+    });
+    this.#terminalErrors = new Counter({
+      name: "controller_runtime_terminal_reconcile_errors_total",
+      help: "Total number of terminal reconciliation errors per controller",
+      labelNames: ["controller"],
+      registers,
+    });
+    this.#panics = new Counter({
+      name: "controller_runtime_reconcile_panics_total",
+      help: "Total number of reconciliation panics per controller",
+      labelNames: ["controller"],
+      registers,
+    });
+    this.#reconcileTime = new Histogram({
+      name: "controller_runtime_reconcile_time_seconds",
+      help: "Length of time per reconciliation per controller",
+      labelNames: ["controller"],
+      buckets: RECONCILE_BUCKETS,
+      registers,
+    });
+    this.#maxConcurrent = new Gauge({
+      name: "controller_runtime_max_concurrent_reconciles",
+      help: "Maximum number of concurrent reconciles per controller",
+      labelNames: ["controller"],
+      registers,
+    });
+    this.#activeWorkers = new Gauge({
+      name: "controller_runtime_active_workers",
+      help: "Number of currently used workers per controller",
+      labelNames: ["controller"],
+      registers,
+    });
+
+    this.#depth = new Gauge({
+      name: "workqueue_depth",
+      help: "Current depth of workqueue",
+      labelNames: ["name", "controller"],
+      registers,
+    });
+    this.#adds = new Counter({
+      name: "workqueue_adds_total",
+      help: "Total number of adds handled by workqueue",
+      labelNames: ["name", "controller"],
+      registers,
+    });
+    this.#retries = new Counter({
+      name: "workqueue_retries_total",
+      help: "Total number of retries handled by workqueue",
+      labelNames: ["name", "controller"],
+      registers,
+    });
+    this.#queueDuration = new Histogram({
+      name: "workqueue_queue_duration_seconds",
+      help: "How long in seconds an item stays in workqueue before being requested",
+      labelNames: ["name", "controller"],
+      buckets: WORKQUEUE_BUCKETS,
+      registers,
+    });
+    this.#workDuration = new Histogram({
+      name: "workqueue_work_duration_seconds",
+      help: "How long in seconds processing an item from workqueue takes",
+      labelNames: ["name", "controller"],
+      buckets: WORKQUEUE_BUCKETS,
+      registers,
+    });
+    // These two are read from the queues at scrape time: a stuck worker never reports on its own, and
+    // exposing exactly that is what these gauges are for.
+    this.#unfinishedWork = new Gauge({
+      name: "workqueue_unfinished_work_seconds",
+      help:
+        "How many seconds of work has been done that is in progress and hasn't been observed by " +
+        "work_duration. Large values indicate stuck threads.",
+      labelNames: ["name", "controller"],
+      registers,
+      collect: () => {
+        for (const [controller, queue] of this.#queues) {
+          this.#unfinishedWork.set({ name: controller, controller }, queue.unfinishedWorkMs() / 1000);
+        }
+      },
+    });
+    this.#longestRunning = new Gauge({
+      name: "workqueue_longest_running_processor_seconds",
+      help: "How many seconds has the longest running processor for workqueue been running.",
+      labelNames: ["name", "controller"],
+      registers,
+      collect: () => {
+        for (const [controller, queue] of this.#queues) {
+          this.#longestRunning.set({ name: controller, controller }, queue.longestRunningMs() / 1000);
+        }
+      },
+    });
+
+    this.#leader = new Gauge({
+      name: "leader_election_master_status",
+      help: "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease.",
+      labelNames: ["name"],
+      registers,
+    });
+    this.#requests = new Counter({
+      name: "rest_client_requests_total",
+      help: "Number of HTTP requests, partitioned by status code, method, and host.",
+      labelNames: ["code", "method", "host"],
+      registers,
+    });
+    this.#requestDuration = new Histogram({
+      name: "rest_client_request_duration_seconds",
+      help: "Request latency in seconds. Broken down by verb, and host.",
+      labelNames: ["verb", "host"],
+      buckets: REST_BUCKETS,
+      registers,
+    });
+  }
+
+  /** The exposition text for a scrape. */
+  text(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  /** Content-Type of `text()`. */
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  /**
+   * Reconcile instrumentation for one controller. Every series starts at zero, as in
+   * controller-runtime, so rate() and absent() work before the first reconcile.
+   */
+  reconcile(controller: string, options: ReconcileMetricsOptions = {}): ReconcileMetrics {
+    for (const result of RESULT_LABELS) this.#reconcileTotal.inc({ controller, result }, 0);
+    this.#reconcileErrors.inc({ controller }, 0);
+    this.#terminalErrors.inc({ controller }, 0);
+    this.#panics.inc({ controller }, 0);
+    this.#activeWorkers.inc({ controller }, 0);
+    if (options.maxConcurrentReconciles !== undefined) {
+      this.#maxConcurrent.set({ controller }, options.maxConcurrentReconciles);
+    }
+    return {
+      start: () => {
+        const startedAt = this.#clock.now();
+        this.#activeWorkers.inc({ controller });
+        let ended = false;
+        return {
+          end: (outcome) => {
+            if (ended) return;
+            ended = true;
+            this.#activeWorkers.dec({ controller });
+            this.#reconcileTime.observe({ controller }, (this.#clock.now() - startedAt) / 1000);
+            this.#countOutcome(controller, outcome);
+          },
+        };
+      },
+    };
+  }
+
+  #countOutcome(controller: string, outcome: ReconcileOutcome): void {
+    switch (outcome) {
+      case "success":
+      case "requeue":
+      case "requeue_after":
+        this.#reconcileTotal.inc({ controller, result: outcome });
+        return;
+      case "terminal":
+        this.#terminalErrors.inc({ controller });
+        break;
+      case "panic":
+        this.#panics.inc({ controller });
+        break;
+      case "error":
+        break;
+    }
+    this.#reconcileErrors.inc({ controller });
+    this.#reconcileTotal.inc({ controller, result: "error" });
+  }
+
+  /**
+   * Callbacks for a controller's WorkQueue. The queue is labelled with the controller's name for both
+   * `name` and `controller`, as controller-runtime does.
+   */
+  queueMetrics(controller: string): QueueMetrics<string> {
+    const labels = { name: controller, controller };
+    this.#depth.set(labels, 0);
+    this.#adds.inc(labels, 0);
+    this.#retries.inc(labels, 0);
+    return {
+      onAdd: () => this.#adds.inc(labels),
+      onDepth: (depth) => this.#depth.set(labels, depth),
+      onGet: (_key, queuedMs) => this.#queueDuration.observe(labels, queuedMs / 1000),
+      onDone: (_key, workMs) => this.#workDuration.observe(labels, workMs / 1000),
+      onRetry: () => this.#retries.inc(labels),
+    };
+  }
+
+  /**
+   * Read a queue's in-progress work on every scrape (unfinished_work_seconds,
+   * longest_running_processor_seconds). Returns a function that stops tracking it.
+   */
+  trackQueue(controller: string, queue: ObservableQueue): () => void {
+    this.#queues.set(controller, queue);
+    return () => {
+      if (this.#queues.get(controller) !== queue) return;
+      this.#queues.delete(controller);
+      const labels = { name: controller, controller };
+      // A removed queue must not keep exporting its last values.
+      this.#unfinishedWork.remove(labels);
+      this.#longestRunning.remove(labels);
+    };
+  }
+
+  /**
+   * The client's `onRequest` hook for one API server: rest_client_requests_total for every exchange,
+   * rest_client_request_duration_seconds for non-watch requests (a watch's duration is how long it
+   * stayed open, which would drown the latency signal; client-go leaves watches out too).
+   */
+  onRequest(host: string): (event: RequestEvent) => void {
+    return (event) => {
+      // The transport reports code 0 when no response arrived; client-go labels that "<error>".
+      const code = event.code === 0 ? "<error>" : String(event.code);
+      this.#requests.inc({ code, method: event.method, host });
+      if (!event.watch) this.#requestDuration.observe({ verb: event.method, host }, event.durationMs / 1000);
+    };
+  }
+
+  /** A callback for LeaderElector's `onLeaderStatus`: 1 while leading the named lease, else 0. */
+  leaderStatus(name: string): (leading: boolean) => void {
+    this.#leader.set({ name }, 0);
+    return (leading) => this.#leader.set({ name }, leading ? 1 : 0);
+  }
+}
