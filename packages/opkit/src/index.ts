@@ -13,4 +13,7 @@ export * from "./cache/index.ts";
 export * from "./queue/index.ts";
 export * from "./helpers/index.ts";
 export * from "./children/index.ts";
+export * from "./logging/index.ts";
+export * from "./metrics/index.ts";
+export * from "./controller/index.ts";
 export * from "./manager/index.ts";

@@ -17,7 +17,7 @@ import {
   type LeaseClient,
   type StoppedLeadingInfo,
 } from "./leaderelection.ts";
-import { Metrics } from "./metrics.ts";
+import { Metrics } from "../metrics/index.ts";
 
 const LEASE_MS = 3_000;
 const RENEW_MS = 2_000;

@@ -18,7 +18,7 @@ import type { KubeClient } from "../client/client.ts";
 import { NotFoundError } from "../client/errors.ts";
 import { kindRef, microTime, type KubeObject } from "../client/types.ts";
 import { realClock, type Clock, type TimerHandle } from "../clock/index.ts";
-import type { Logger } from "./logging.ts";
+import type { Logger } from "../logging/index.ts";
 
 export interface LeaseSpec {
   holderIdentity?: string;

@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createServer } from "node:net";
 import type { InformerHealth } from "../cache/informer.ts";
-import { Metrics } from "./metrics.ts";
+import { Metrics } from "../metrics/index.ts";
 import { DuplicateCheckError, OpsServer, ServerListenError, cacheSyncedCheck } from "./server.ts";
 
 async function get(port: number, path: string): Promise<{ status: number; body: string; type: string }> {

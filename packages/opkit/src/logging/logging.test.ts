@@ -6,7 +6,7 @@ import {
   createLogger,
   reconcileLogger,
   type LoggerOptions,
-} from "./logging.ts";
+} from "./index.ts";
 
 /** A logger whose lines are collected as parsed JSON. */
 function capture(options: Omit<LoggerOptions, "destination"> = {}): {

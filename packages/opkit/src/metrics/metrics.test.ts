@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { FakeClock } from "../clock/index.ts";
 import { WorkQueue } from "../queue/workqueue.ts";
-import { Metrics } from "./metrics.ts";
+import { Metrics } from "./index.ts";
 
 /** The value of one exposition line, e.g. `name{a="b"}`; undefined when the series is absent. */
 function sample(text: string, series: string): number | undefined {

@@ -1,0 +1,324 @@
+/**
+ * Controllers in a Manager against opkit env: convergence of 200 owners, garbage collection of
+ * children, the generation predicate ignoring status writes, burst collapsing with one reconcile per key
+ * at a time, error management without a hot loop, and the /metrics and /readyz endpoints.
+ */
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { request } from "undici";
+import { KubeConfig } from "@kubernetes/client-node";
+import { KubeClient } from "../client/client.ts";
+import { NotFoundError } from "../client/errors.ts";
+import { kindRef, type KubeObject } from "../client/types.ts";
+import { applyOwned } from "../helpers/apply.ts";
+import { manageError, manageSuccess, RetryTracker } from "../helpers/errors.ts";
+import { getCondition, type Condition } from "../helpers/conditions.ts";
+import { Manager } from "../manager/manager.ts";
+import { eventually } from "../testenv/eventually.ts";
+import { startTcpProxy } from "../testenv/proxy.ts";
+import { useTestEnv, type TestEnv } from "../testenv/testing.ts";
+import { controller } from "./controller.ts";
+import { generationChanged } from "./predicates.ts";
+import { requeueAfter, TerminalError } from "./reconcile.ts";
+
+type ConfigMap = KubeObject & { data?: Record<string, string> };
+const ConfigMaps = kindRef<ConfigMap>("v1", "ConfigMap");
+const Secrets = kindRef<KubeObject & { data?: Record<string, string> }>("v1", "Secret");
+type Gadget = KubeObject & {
+  spec?: { size?: number };
+  status?: { observedGeneration?: number; conditions?: Condition[] };
+};
+const group = `g${Date.now().toString(36)}.test.opkit.dev`;
+const Gadgets = kindRef<Gadget>(`${group}/v1`, "Gadget");
+const gadgetCrd = {
+  apiVersion: "apiextensions.k8s.io/v1",
+  kind: "CustomResourceDefinition",
+  metadata: { name: `gadgets.${group}` },
+  spec: {
+    group,
+    scope: "Namespaced",
+    names: { plural: "gadgets", singular: "gadget", kind: "Gadget", listKind: "GadgetList" },
+    versions: [
+      {
+        name: "v1",
+        served: true,
+        storage: true,
+        subresources: { status: {} },
+        schema: { openAPIV3Schema: { type: "object", "x-kubernetes-preserve-unknown-fields": true } },
+      },
+    ],
+  },
+} as KubeObject;
+
+async function managerFor(env: TestEnv, ns: string, client?: KubeClient): Promise<Manager> {
+  return Manager.create({
+    ...(client ? { client } : { kubeconfig: env.kubeconfigPath }),
+    name: "ctrl-test",
+    metrics: { host: "127.0.0.1", port: 0 },
+    health: { host: "127.0.0.1", port: 0 },
+    cache: { namespace: ns },
+    leaderElection: false,
+    gracefulShutdownMs: 5_000,
+    logger: (await import("../logging/index.ts")).createLogger({ level: "silent" }),
+  });
+}
+
+describe("controllers against opkit env", () => {
+  let env: TestEnv;
+  before(async () => {
+    env = await useTestEnv();
+    await env.installCrds([gadgetCrd]);
+  });
+  after(async () => {
+    await env?.client
+      .delete(kindRef("apiextensions.k8s.io/v1", "CustomResourceDefinition"), `gadgets.${group}`)
+      .catch(() => undefined);
+    await env?.cleanup();
+  });
+
+  it("converges 200 labelled ConfigMaps into owned Secrets; GC removes a child with its parent; /metrics shows it", async (t) => {
+    const ns = await env.namespace("converge");
+    const mgr = await managerFor(env, ns);
+    t.after(() => mgr.stop());
+    mgr.add(
+      controller("cm-secrets")
+        .for(ConfigMaps)
+        .owns(Secrets)
+        .withOptions({ maxConcurrent: 4 })
+        .reconcile(async (req, ctx) => {
+          const cm = ctx.cache.get(ConfigMaps, req.name, { namespace: req.namespace });
+          if (!cm || cm.metadata.labels?.copy !== "yes") return;
+          await applyOwned(
+            ctx.client,
+            cm,
+            {
+              apiVersion: "v1",
+              kind: "Secret",
+              metadata: { name: `${req.name}-secret`, namespace: req.namespace },
+              stringData: cm.data ?? {},
+            } as KubeObject,
+            { fieldManager: "cm-secrets" },
+          );
+        }),
+    );
+    await mgr.start();
+    const names = Array.from({ length: 200 }, (_, i) => `cm-${i}`);
+    for (let i = 0; i < names.length; i += 25) {
+      await Promise.all(
+        names.slice(i, i + 25).map((name) =>
+          env.client.create<ConfigMap>({
+            apiVersion: "v1",
+            kind: "ConfigMap",
+            metadata: { name, namespace: ns, labels: { copy: "yes" } },
+            data: { v: name },
+          }),
+        ),
+      );
+    }
+    await eventually(
+      "200 Secrets",
+      async () => {
+        const s = await env.client.listAll(Secrets, { namespace: ns });
+        return s.items.filter((x) => x.metadata.name?.endsWith("-secret")).length === 200;
+      },
+      120_000,
+    );
+
+    await env.client.delete(ConfigMaps, "cm-7", { namespace: ns });
+    await eventually("child collected with its parent", async () => {
+      try {
+        await env.client.get(Secrets, "cm-7-secret", { namespace: ns });
+        return false;
+      } catch (err) {
+        return err instanceof NotFoundError;
+      }
+    });
+
+    const metrics = await (await request(`http://127.0.0.1:${mgr.ports.metrics}/metrics`)).body.text();
+    const success = Number(
+      /controller_runtime_reconcile_total\{controller="cm-secrets",result="success"\} (\d+)/.exec(
+        metrics,
+      )?.[1],
+    );
+    assert.ok(success >= 200, `reconcile_total success = ${success}`);
+    assert.match(metrics, /workqueue_adds_total\{[^}]*name="cm-secrets"[^}]*\} \d+/);
+    assert.match(metrics, /controller_runtime_reconcile_time_seconds_count\{controller="cm-secrets"\} \d+/);
+    assert.match(metrics, /rest_client_requests_total\{[^}]*code="200"[^}]*\} [1-9]\d*/);
+    assert.match(metrics, /controller_runtime_max_concurrent_reconciles\{controller="cm-secrets"\} 4/);
+    assert.match(metrics, /process_resident_memory_bytes \d+/);
+  });
+
+  it("ignores its own status writes with the generation predicate; collapses a burst; never runs a key twice at once", async (t) => {
+    const ns = await env.namespace("gen");
+    const mgr = await managerFor(env, ns);
+    t.after(() => mgr.stop());
+    const reconciles = new Map<string, number>();
+    const inFlight = new Map<string, number>();
+    let overlap = 0;
+    mgr.add(
+      controller("gadgets")
+        .for(Gadgets, { predicates: [generationChanged()] })
+        .withOptions({ maxConcurrent: 4 })
+        .reconcile(async (req, ctx) => {
+          reconciles.set(req.name, (reconciles.get(req.name) ?? 0) + 1);
+          inFlight.set(req.name, (inFlight.get(req.name) ?? 0) + 1);
+          if ((inFlight.get(req.name) ?? 0) > 1) overlap++;
+          try {
+            await new Promise((r) => setTimeout(r, 30));
+            const g = ctx.cache.get(Gadgets, req.name, { namespace: req.namespace });
+            if (!g) return;
+            await ctx.client.patch(
+              Gadgets,
+              req.name,
+              { status: { observedGeneration: g.metadata.generation } },
+              {
+                namespace: req.namespace,
+                type: "merge",
+                subresource: "status",
+              },
+            );
+          } finally {
+            inFlight.set(req.name, (inFlight.get(req.name) ?? 1) - 1);
+          }
+        }),
+    );
+    await mgr.start();
+    const gadget = (name: string, size: number): Gadget => ({
+      apiVersion: `${group}/v1`,
+      kind: "Gadget",
+      metadata: { name, namespace: ns },
+      spec: { size },
+    });
+    await env.client.create(gadget("quiet", 1));
+    await eventually(
+      "status written",
+      async () =>
+        (await env.client.get(Gadgets, "quiet", { namespace: ns })).status?.observedGeneration === 1,
+    );
+    await new Promise((r) => setTimeout(r, 1_500));
+    assert.equal(reconciles.get("quiet"), 1, "the status write did not trigger another reconcile");
+
+    await env.client.create(gadget("busy", 1));
+    for (let i = 2; i <= 101; i++) {
+      await env.client.patch(Gadgets, "busy", { spec: { size: i } }, { namespace: ns, type: "merge" });
+    }
+    await eventually(
+      "last generation observed",
+      async () =>
+        (await env.client.get(Gadgets, "busy", { namespace: ns })).status?.observedGeneration === 101,
+    );
+    const n = reconciles.get("busy") ?? 0;
+    t.diagnostic(`101 spec writes → ${n} reconciles`);
+    assert.ok(n < 60, `far fewer reconciles than updates (got ${n})`);
+    assert.equal(overlap, 0, "a key is never reconciled by two workers at once");
+  });
+
+  it("answers a bad object with a condition, a Warning Event and a growing requeue — no hot loop", async (t) => {
+    const ns = await env.namespace("bad");
+    const mgr = await managerFor(env, ns);
+    t.after(() => mgr.stop());
+    const retries = new RetryTracker({ baseMs: 400 });
+    const times: number[] = [];
+    mgr.add(
+      controller("validator")
+        .for(Gadgets, { predicates: [generationChanged()] })
+        .reconcile(async (req, ctx) => {
+          const g = ctx.cache.get(Gadgets, req.name, { namespace: req.namespace });
+          if (!g) return;
+          times.push(Date.now());
+          const mctx = { client: ctx.client, recorder: ctx.recorder, retries };
+          if ((g.spec?.size ?? 0) > 10) {
+            const delay = await manageError(
+              mctx,
+              g,
+              new TerminalError(`spec.size ${g.spec?.size} is above the limit 10: lower it`),
+            );
+            return requeueAfter(delay);
+          }
+          await manageSuccess(mctx, g);
+        }),
+    );
+    await mgr.start();
+    await env.client.create({
+      apiVersion: `${group}/v1`,
+      kind: "Gadget",
+      metadata: { name: "huge", namespace: ns },
+      spec: { size: 99 },
+    } as Gadget);
+    await new Promise((r) => setTimeout(r, 4_000));
+    const g = await env.client.get(Gadgets, "huge", { namespace: ns });
+    const ready = getCondition(g.status?.conditions, "Ready");
+    assert.equal(ready?.status, "False");
+    assert.match(ready?.message ?? "", /spec.size 99 is above the limit 10/);
+    const events = await env.client.list(
+      kindRef<KubeObject & { type?: string; note?: string; regarding?: { name?: string } }>(
+        "events.k8s.io/v1",
+        "Event",
+      ),
+      { namespace: ns },
+    );
+    assert.ok(
+      events.items.some((e) => e.type === "Warning" && e.regarding?.name === "huge"),
+      "a Warning Event",
+    );
+    // 400 ms doubling: reconciles at about 0, 0.4, 1.2, 2.8 s — a handful in 4 s, with growing gaps.
+    assert.ok(times.length >= 3 && times.length <= 6, `reconciles in 4 s: ${times.length}`);
+    const gaps = times.slice(1).map((x, i) => x - (times[i] as number));
+    for (let i = 1; i < gaps.length; i++)
+      assert.ok((gaps[i] as number) > (gaps[i - 1] as number) * 1.5, `gaps grow: ${gaps.join(", ")}`);
+
+    await env.client.patch(Gadgets, "huge", { spec: { size: 5 } }, { namespace: ns, type: "merge" });
+    await eventually(
+      "Ready after the fix",
+      async () =>
+        getCondition((await env.client.get(Gadgets, "huge", { namespace: ns })).status?.conditions, "Ready")
+          ?.status === "True",
+    );
+  });
+
+  it("reports /readyz 503 while caches cannot sync, 200 once they do", async (t) => {
+    const ns = await env.namespace("ready");
+    const port = (await env.controlPlane.state())?.ports["kube-apiserver"] ?? 0;
+    const proxy = await startTcpProxy(port);
+    proxy.partition();
+    const kc = new KubeConfig();
+    kc.loadFromFile(env.kubeconfigPath);
+    const clusters = kc.clusters.map((c) => ({ ...c, server: `https://127.0.0.1:${proxy.port}` }));
+    const proxied = new KubeConfig();
+    proxied.loadFromOptions({
+      clusters,
+      users: kc.users,
+      contexts: kc.contexts,
+      currentContext: kc.currentContext,
+    });
+    const client = await KubeClient.fromKubeConfig(proxied);
+    // The REST mapping needs discovery: resolve it before the partition matters.
+    proxy.heal();
+    await client.mapping(ConfigMaps);
+    proxy.partition();
+    const mgr = await managerFor(env, ns, client);
+    mgr.add(
+      controller("noop")
+        .for(ConfigMaps)
+        .reconcile(() => undefined),
+    );
+    const started = mgr.start();
+    t.after(async () => {
+      proxy.heal();
+      await started.catch(() => undefined);
+      await mgr.stop();
+      await proxy.close();
+    });
+    await eventually("health server up", () => mgr.ports.health);
+    const r1 = await request(`http://127.0.0.1:${mgr.ports.health}/readyz`);
+    const body = await r1.body.text();
+    assert.equal(r1.statusCode, 503);
+    assert.match(body, /informers/);
+    assert.equal((await request(`http://127.0.0.1:${mgr.ports.health}/healthz`)).statusCode, 200);
+    proxy.heal();
+    await started;
+    const r2 = await request(`http://127.0.0.1:${mgr.ports.health}/readyz`);
+    assert.equal(r2.statusCode, 200);
+    await r2.body.text();
+  });
+});

@@ -1,0 +1,373 @@
+/**
+ * A controller: watches (for / owns / watches) feed keys into a workqueue, and up to `maxConcurrent`
+ * workers reconcile them. The queue guarantees that one key is never reconciled by two workers at once
+ * and that bursts of events collapse; reconcile results and errors drive requeues and backoff. An
+ * exception in one reconcile is caught and counted: it never stops the controller or the process.
+ */
+import { randomUUID } from "node:crypto";
+import type { Cache } from "../cache/cache.ts";
+import type { KubeClient } from "../client/client.ts";
+import { groupOf, objectKey, type KindRef, type KubeObject } from "../client/types.ts";
+import { realClock, type Clock } from "../clock/index.ts";
+import { EventRecorder } from "../helpers/events.ts";
+import type { Logger } from "../logging/index.ts";
+import { reconcileLogger } from "../logging/index.ts";
+import type { Metrics, ReconcileMetrics, ReconcileOutcome } from "../metrics/index.ts";
+import { defaultControllerRateLimiter, type RateLimiter } from "../queue/ratelimiter.ts";
+import { PRIORITY_LOW, PRIORITY_NORMAL, WorkQueue } from "../queue/workqueue.ts";
+import { allows, type EventKind, type Predicate } from "./predicates.ts";
+import {
+  ReconcileTimeoutError,
+  TerminalError,
+  keyToRequest,
+  requestKey,
+  type Reconciler,
+  type Request,
+  type Result,
+} from "./reconcile.ts";
+
+export interface ControllerOptions {
+  /** Workers reconciling different keys in parallel (default 1, as controller-runtime). */
+  maxConcurrent?: number;
+  /** Abort and retry a reconcile that runs longer than this (default: no timeout). */
+  reconcileTimeoutMs?: number;
+  /** Per-key backoff for failures (default: 5 ms doubling to 1000 s). */
+  rateLimiter?: RateLimiter<string>;
+}
+
+/** What the manager hands a controller when it starts. */
+export interface ControllerDeps {
+  client: KubeClient;
+  cache: Cache;
+  logger: Logger;
+  metrics?: Metrics;
+  clock?: Clock;
+}
+
+type MapFn<S extends KubeObject> = (obj: S) => Request[];
+
+interface Watch {
+  kind: KindRef;
+  predicates: Predicate[];
+  /** Keys for an event on this object. */
+  map: (obj: KubeObject, deps: ControllerDeps) => Promise<Request[]> | Request[];
+}
+
+export class ControllerConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ControllerConfigError";
+  }
+}
+
+export class Controller<T extends KubeObject = KubeObject> {
+  readonly name: string;
+  readonly forKind: KindRef<T>;
+  readonly ownedKinds: KindRef[];
+  readonly watchedKinds: KindRef[];
+  private readonly watches: Watch[];
+  private readonly reconciler: Reconciler;
+  private readonly options: Required<Omit<ControllerOptions, "reconcileTimeoutMs" | "rateLimiter">> &
+    Pick<ControllerOptions, "reconcileTimeoutMs" | "rateLimiter">;
+  private queue: WorkQueue<string> | undefined;
+  private workers: Promise<void>[] = [];
+  private stopping = new AbortController();
+  private deps: ControllerDeps | undefined;
+  private recorder: EventRecorder | undefined;
+  private untrackQueue: (() => void) | undefined;
+  private reconcileMetrics: ReconcileMetrics | undefined;
+
+  constructor(init: {
+    name: string;
+    forKind: KindRef<T>;
+    ownedKinds: KindRef[];
+    watchedKinds: KindRef[];
+    watches: Watch[];
+    reconciler: Reconciler;
+    options: ControllerOptions;
+  }) {
+    this.name = init.name;
+    this.forKind = init.forKind;
+    this.ownedKinds = init.ownedKinds;
+    this.watchedKinds = init.watchedKinds;
+    this.watches = init.watches;
+    this.reconciler = init.reconciler;
+    this.options = { maxConcurrent: 1, ...init.options };
+  }
+
+  /** Keys waiting in the queue (for tests and metrics). */
+  get queueLength(): number {
+    return this.queue?.len() ?? 0;
+  }
+
+  /**
+   * Register the informers and event handlers. Called before the cache starts so that every kind this
+   * controller needs is part of the cache sync; events are queued but not processed until `start`.
+   */
+  async setup(deps: ControllerDeps): Promise<void> {
+    this.deps = deps;
+    const clock = deps.clock ?? realClock;
+    this.queue = new WorkQueue<string>({
+      clock,
+      rateLimiter: this.options.rateLimiter ?? defaultControllerRateLimiter<string>({ clock }),
+      metrics: deps.metrics?.queueMetrics(this.name),
+    });
+    if (deps.metrics) this.untrackQueue = deps.metrics.trackQueue(this.name, this.queue);
+    this.recorder = new EventRecorder(deps.client, {
+      reportingController: `opkit.dev/${this.name}`,
+      onError: (err) =>
+        deps.logger.warn({ controller: this.name, err: String(err) }, "could not record event"),
+    });
+    for (const w of this.watches) {
+      const informer = deps.cache.informer(w.kind);
+      const enqueue = (kind: EventKind, obj: KubeObject, old: KubeObject | undefined, low: boolean): void => {
+        if (!w.predicates.every((p) => allows(p, kind, obj, old))) return;
+        void Promise.resolve(w.map(obj, deps)).then(
+          (reqs) => {
+            for (const r of reqs)
+              this.queue?.add(requestKey(r), { priority: low ? PRIORITY_LOW : PRIORITY_NORMAL });
+          },
+          (err: unknown) =>
+            deps.logger.error({ controller: this.name, err: String(err) }, "event mapping failed"),
+        );
+      };
+      informer.addEventHandler({
+        onAdd: (obj, initial) => enqueue("create", obj, undefined, initial),
+        onUpdate: (old, obj, resync) => {
+          enqueue("update", obj, old, resync);
+          // An owned object that changed owner must also wake its previous owner.
+          if (w.kind !== this.forKind && objectKey(old) === objectKey(obj))
+            enqueue("update", old, old, resync);
+        },
+        onDelete: (obj) => enqueue("delete", obj, undefined, false),
+      });
+    }
+  }
+
+  /** Start the workers (after caches synced and, if enabled, leadership was acquired). */
+  start(): void {
+    if (!this.deps || !this.queue)
+      throw new ControllerConfigError(`controller ${this.name}: setup() must run before start()`);
+    this.reconcileMetrics = this.deps.metrics?.reconcile(this.name, {
+      maxConcurrentReconciles: this.options.maxConcurrent,
+    });
+    for (let i = 0; i < this.options.maxConcurrent; i++) this.workers.push(this.work());
+  }
+
+  /** Stop taking new work; wait up to `graceMs` for in-flight reconciles. Returns whether all finished. */
+  async stop(graceMs = 30_000): Promise<boolean> {
+    if (!this.queue) return true;
+    this.stopping.abort();
+    const drained = await this.queue.shutDownWithDrain(graceMs);
+    this.untrackQueue?.();
+    if (drained) await Promise.all(this.workers);
+    await this.recorder?.flush();
+    return drained;
+  }
+
+  private async work(): Promise<void> {
+    const queue = this.queue as WorkQueue<string>;
+    const deps = this.deps as ControllerDeps;
+    for (;;) {
+      const item = await queue.get();
+      if (!item) return;
+      // Once stopping, keys still queued are dropped: in-flight work finishes, nothing new starts.
+      if (this.stopping.signal.aborted) {
+        queue.done(item.key);
+        continue;
+      }
+      await this.reconcileOne(item.key, deps, queue);
+      queue.done(item.key);
+    }
+  }
+
+  private async reconcileOne(
+    key: string,
+    deps: ControllerDeps,
+    queue: WorkQueue<string>,
+  ): Promise<ReconcileOutcome> {
+    const req = keyToRequest(key);
+    const reconcileID = randomUUID();
+    const log = reconcileLogger(deps.logger, {
+      controller: this.name,
+      namespace: req.namespace,
+      name: req.name,
+      reconcileID,
+    });
+    const metric = this.reconcileMetrics?.start();
+    const abort = new AbortController();
+    const onStop = (): void => abort.abort(this.stopping.signal.reason);
+    this.stopping.signal.addEventListener("abort", onStop, { once: true });
+    let timeout: NodeJS.Timeout | undefined;
+    let outcome: ReconcileOutcome;
+    try {
+      const run = Promise.resolve().then(() =>
+        this.reconciler(req, {
+          log,
+          reconcileID,
+          signal: abort.signal,
+          client: deps.client,
+          cache: deps.cache,
+          recorder: this.recorder as EventRecorder,
+        }),
+      );
+      const ms = this.options.reconcileTimeoutMs;
+      const result: Result = ms
+        ? await Promise.race([
+            run,
+            new Promise<never>((_, reject) => {
+              timeout = setTimeout(() => {
+                const err = new ReconcileTimeoutError(this.name, key, ms);
+                abort.abort(err);
+                reject(err);
+              }, ms);
+            }),
+          ])
+        : await run;
+      if (result && "requeueAfterMs" in result) {
+        queue.forget(key);
+        queue.addAfter(key, result.requeueAfterMs);
+        outcome = "requeue_after";
+      } else if (result && "requeue" in result) {
+        queue.addRateLimited(key);
+        outcome = "requeue";
+      } else {
+        queue.forget(key);
+        outcome = "success";
+      }
+    } catch (err) {
+      if (err instanceof TerminalError) {
+        queue.forget(key);
+        log.error({ err: errorText(err) }, "reconcile failed with a terminal error; not retrying");
+        outcome = "terminal";
+      } else {
+        queue.addRateLimited(key);
+        const retry = queue.numRequeues(key);
+        log.error({ err: errorText(err), retries: retry }, "reconcile failed; retrying with backoff");
+        outcome = err instanceof Error ? "error" : "panic";
+      }
+    } finally {
+      clearTimeout(timeout);
+      this.stopping.signal.removeEventListener("abort", onStop);
+    }
+    metric?.end(outcome);
+    return outcome;
+  }
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? (err.stack ?? err.message) : String(err);
+}
+
+// ---- the builder --------------------------------------------------------------------------------
+
+export interface ForOptions<T extends KubeObject> {
+  predicates?: Predicate<T>[];
+}
+
+/**
+ * `controller("name").for(Kind).owns(Child).watches(Other, map).withOptions({...}).reconcile(fn)`.
+ */
+export class ControllerBuilder<T extends KubeObject = KubeObject> {
+  private readonly name: string;
+  private forKind: KindRef<T> | undefined;
+  private forPredicates: Predicate<T>[] = [];
+  private readonly owned: { kind: KindRef; predicates: Predicate[] }[] = [];
+  private readonly watched: { kind: KindRef; map: MapFn<KubeObject>; predicates: Predicate[] }[] = [];
+  private options: ControllerOptions = {};
+  private globalPredicates: Predicate[] = [];
+
+  constructor(name: string) {
+    if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(name)) {
+      throw new ControllerConfigError(`controller name "${name}" must be lowercase letters, digits and '-'`);
+    }
+    this.name = name;
+  }
+
+  for<U extends KubeObject>(kind: KindRef<U>, opts: ForOptions<U> = {}): ControllerBuilder<U> {
+    const self = this as unknown as ControllerBuilder<U>;
+    if (self.forKind) throw new ControllerConfigError(`controller ${this.name}: for() may be called once`);
+    self.forKind = kind;
+    self.forPredicates = opts.predicates ?? [];
+    return self;
+  }
+
+  /** Children whose controller owner reference points at a `for` object wake that object. */
+  owns<C extends KubeObject>(kind: KindRef<C>, opts: { predicates?: Predicate<C>[] } = {}): this {
+    this.owned.push({ kind, predicates: (opts.predicates ?? []) as Predicate[] });
+    return this;
+  }
+
+  /** Any kind, mapped to any number of keys (e.g. a Secret to every object that references it). */
+  watches<S extends KubeObject>(
+    kind: KindRef<S>,
+    map: MapFn<S>,
+    opts: { predicates?: Predicate<S>[] } = {},
+  ): this {
+    this.watched.push({
+      kind,
+      map: map as MapFn<KubeObject>,
+      predicates: (opts.predicates ?? []) as Predicate[],
+    });
+    return this;
+  }
+
+  /** Predicates applied to every watch of this controller. */
+  withPredicates(...ps: Predicate[]): this {
+    this.globalPredicates.push(...ps);
+    return this;
+  }
+
+  withOptions(opts: ControllerOptions): this {
+    if (
+      opts.maxConcurrent !== undefined &&
+      (!Number.isInteger(opts.maxConcurrent) || opts.maxConcurrent < 1)
+    ) {
+      throw new ControllerConfigError(`controller ${this.name}: maxConcurrent must be a whole number ≥ 1`);
+    }
+    this.options = { ...this.options, ...opts };
+    return this;
+  }
+
+  reconcile(fn: Reconciler): Controller<T> {
+    const forKind = this.forKind;
+    if (!forKind)
+      throw new ControllerConfigError(`controller ${this.name}: call for(Kind) before reconcile()`);
+    const watches: Watch[] = [
+      {
+        kind: forKind,
+        predicates: [...this.globalPredicates, ...(this.forPredicates as Predicate[])],
+        map: (obj) => [{ namespace: obj.metadata.namespace, name: obj.metadata.name ?? "" }],
+      },
+      ...this.owned.map((o) => ({
+        kind: o.kind,
+        predicates: [...this.globalPredicates, ...o.predicates],
+        map: async (obj: KubeObject, deps: ControllerDeps): Promise<Request[]> => {
+          const ref = obj.metadata.ownerReferences?.find((r) => r.controller);
+          if (!ref || ref.kind !== forKind.kind || groupOf(ref.apiVersion) !== groupOf(forKind.apiVersion))
+            return [];
+          const m = await deps.client.mapping(forKind);
+          return [{ namespace: m.namespaced ? obj.metadata.namespace : undefined, name: ref.name }];
+        },
+      })),
+      ...this.watched.map((w) => ({
+        kind: w.kind,
+        predicates: [...this.globalPredicates, ...w.predicates],
+        map: w.map,
+      })),
+    ];
+    return new Controller<T>({
+      name: this.name,
+      forKind,
+      ownedKinds: this.owned.map((o) => o.kind),
+      watchedKinds: this.watched.map((w) => w.kind),
+      watches,
+      reconciler: fn,
+      options: this.options,
+    });
+  }
+}
+
+export function controller(name: string): ControllerBuilder {
+  return new ControllerBuilder(name);
+}

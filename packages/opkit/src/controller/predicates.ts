@@ -1,0 +1,82 @@
+/**
+ * Predicates filter events before they reach the queue. The shipped ones match controller-runtime's:
+ * generation changed (ignores status-only and metadata-only writes, which is what stops a controller
+ * from re-triggering itself when it writes status), annotations/labels/resourceVersion changed, a label
+ * selector, and and/or/not to combine them.
+ */
+import { labelMatcher } from "../client/labels.ts";
+import type { KubeObject } from "../client/types.ts";
+
+export interface Predicate<T extends KubeObject = KubeObject> {
+  create?(obj: T): boolean;
+  update?(oldObj: T, newObj: T): boolean;
+  delete?(obj: T): boolean;
+}
+
+export type EventKind = "create" | "update" | "delete";
+
+/** Evaluate one predicate for an event; a predicate without a method for that event lets it through. */
+export function allows<T extends KubeObject>(p: Predicate<T>, kind: EventKind, obj: T, oldObj?: T): boolean {
+  switch (kind) {
+    case "create":
+      return p.create ? p.create(obj) : true;
+    case "update":
+      return p.update ? p.update(oldObj ?? obj, obj) : true;
+    case "delete":
+      return p.delete ? p.delete(obj) : true;
+  }
+}
+
+const onUpdate = <T extends KubeObject>(fn: (o: T, n: T) => boolean): Predicate<T> => ({ update: fn });
+
+function sameRecord(a: Record<string, string> | undefined, b: Record<string, string> | undefined): boolean {
+  const ka = Object.keys(a ?? {});
+  if (ka.length !== Object.keys(b ?? {}).length) return false;
+  return ka.every((k) => a?.[k] === b?.[k]);
+}
+
+export const generationChanged = <T extends KubeObject>(): Predicate<T> =>
+  onUpdate((o, n) => o.metadata.generation !== n.metadata.generation);
+
+export const annotationsChanged = <T extends KubeObject>(): Predicate<T> =>
+  onUpdate((o, n) => !sameRecord(o.metadata.annotations, n.metadata.annotations));
+
+export const labelsChanged = <T extends KubeObject>(): Predicate<T> =>
+  onUpdate((o, n) => !sameRecord(o.metadata.labels, n.metadata.labels));
+
+export const resourceVersionChanged = <T extends KubeObject>(): Predicate<T> =>
+  onUpdate((o, n) => o.metadata.resourceVersion !== n.metadata.resourceVersion);
+
+/** Only objects whose labels match (both versions are checked on update: leaving the selection counts). */
+export function labelSelectorPredicate<T extends KubeObject>(selector: string): Predicate<T> {
+  const m = labelMatcher(selector);
+  return {
+    create: (o) => m(o.metadata.labels),
+    update: (o, n) => m(o.metadata.labels) || m(n.metadata.labels),
+    delete: (o) => m(o.metadata.labels),
+  };
+}
+
+export function and<T extends KubeObject>(...ps: Predicate<T>[]): Predicate<T> {
+  return {
+    create: (o) => ps.every((p) => allows(p, "create", o)),
+    update: (o, n) => ps.every((p) => allows(p, "update", n, o)),
+    delete: (o) => ps.every((p) => allows(p, "delete", o)),
+  };
+}
+
+export function or<T extends KubeObject>(...ps: Predicate<T>[]): Predicate<T> {
+  return {
+    create: (o) => ps.some((p) => allows(p, "create", o)),
+    update: (o, n) => ps.some((p) => allows(p, "update", n, o)),
+    delete: (o) => ps.some((p) => allows(p, "delete", o)),
+  };
+}
+
+export function not<T extends KubeObject>(p: Predicate<T>): Predicate<T> {
+  return {
+    create: (o) => !allows(p, "create", o),
+    update: (o, n) => !allows(p, "update", n, o),
+    delete: (o) => !allows(p, "delete", o),
+  };
+}

@@ -1,0 +1,168 @@
+/**
+ * Manager processes against opkit env: with leader election exactly one of three replicas reconciles;
+ * kill -9 of the leader hands over within lease duration + retry period and the new leader converges
+ * what changed meanwhile; SIGTERM during a slow reconcile lets it finish and exits 0.
+ */
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { spawn, type ChildProcess } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { kindRef, type KubeObject } from "../client/types.ts";
+import { NotFoundError } from "../client/errors.ts";
+import { useTestEnv, type TestEnv } from "../testenv/testing.ts";
+import { eventually } from "../testenv/eventually.ts";
+
+const script = fileURLToPath(new URL("./testdata/copy-operator.ts", import.meta.url));
+const Secrets = kindRef<KubeObject>("v1", "Secret");
+const Leases = kindRef<KubeObject & { spec?: { holderIdentity?: string } }>(
+  "coordination.k8s.io/v1",
+  "Lease",
+);
+
+interface Replica {
+  identity: string;
+  child: ChildProcess;
+  output: string[];
+  exited: Promise<number | null>;
+}
+
+function startReplica(
+  env: TestEnv,
+  ns: string,
+  identity: string,
+  extra: Record<string, string> = {},
+): Replica {
+  const child = spawn(process.execPath, ["--conditions=opkit-source", script], {
+    env: {
+      ...process.env,
+      KUBECONFIG: env.kubeconfigPath,
+      NAMESPACE: ns,
+      IDENTITY: identity,
+      OPKIT_LOG_LEVEL: "info",
+      ...extra,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const output: string[] = [];
+  child.stdout?.on("data", (d: Buffer) => output.push(...d.toString().split("\n").filter(Boolean)));
+  child.stderr?.on("data", (d: Buffer) => output.push(...d.toString().split("\n").filter(Boolean)));
+  const exited = new Promise<number | null>((r) => child.on("exit", (code) => r(code)));
+  return { identity, child, output, exited };
+}
+
+function stopAll(replicas: Replica[]): Promise<unknown> {
+  return Promise.all(
+    replicas.map((r) => {
+      if (r.child.exitCode === null && r.child.signalCode === null) r.child.kill("SIGKILL");
+      return r.exited;
+    }),
+  );
+}
+
+const sourceCm = (ns: string, name: string, data: Record<string, string>): KubeObject =>
+  ({
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: { name, namespace: ns, labels: { "opkit-test/source": "true" } },
+    data,
+  }) as KubeObject;
+
+async function reconciledBy(env: TestEnv, ns: string, name: string): Promise<string | undefined> {
+  try {
+    const s = await env.client.get(Secrets, `${name}-copy`, { namespace: ns });
+    return s.metadata.annotations?.["opkit-test/reconciled-by"];
+  } catch (err) {
+    if (err instanceof NotFoundError) return undefined;
+    throw err;
+  }
+}
+
+describe("manager processes", () => {
+  let env: TestEnv;
+  before(async () => {
+    env = await useTestEnv();
+  });
+  after(async () => {
+    await env?.cleanup();
+  });
+
+  it("elects one leader among three replicas and fails over after kill -9", async (t) => {
+    const ns = await env.namespace("ha");
+    const replicas = ["a", "b", "c"].map((id) =>
+      startReplica(env, ns, `replica-${id}`, { LEASE: "copy-operator" }),
+    );
+    t.after(() => stopAll(replicas));
+
+    let leader = "";
+    await eventually(
+      "a lease holder",
+      async () => {
+        const lease = await env.client.get(Leases, "copy-operator", { namespace: ns });
+        leader = lease.spec?.holderIdentity ?? "";
+        return leader !== "";
+      },
+      60_000,
+    );
+    for (let i = 0; i < 5; i++) await env.client.create(sourceCm(ns, `cm-${i}`, { n: String(i) }));
+    await eventually("5 copies", async () =>
+      (await Promise.all([0, 1, 2, 3, 4].map((i) => reconciledBy(env, ns, `cm-${i}`)))).every(Boolean),
+    );
+    for (let i = 0; i < 5; i++)
+      assert.equal(await reconciledBy(env, ns, `cm-${i}`), leader, "only the leader reconciles");
+    for (const r of replicas.filter((x) => x.identity !== leader)) {
+      assert.ok(
+        !r.output.some((l) => l.includes('"reconcile-start"')),
+        `${r.identity} must not reconcile while not leading`,
+      );
+    }
+
+    const old = replicas.find((r) => r.identity === leader) as Replica;
+    const killedAt = Date.now();
+    old.child.kill("SIGKILL");
+    await old.exited;
+    // Changes made while nobody leads must be converged by the next leader.
+    await env.client.create(sourceCm(ns, "during-failover", { n: "x" }));
+    let next = "";
+    await eventually(
+      "a new lease holder",
+      async () => {
+        const lease = await env.client.get(Leases, "copy-operator", { namespace: ns });
+        next = lease.spec?.holderIdentity ?? "";
+        return next !== "" && next !== leader;
+      },
+      30_000,
+    );
+    const takeoverMs = Date.now() - killedAt;
+    t.diagnostic(`takeover after kill -9: ${takeoverMs} ms (lease 5 s, retry 1 s)`);
+    // lease duration + retry period, with client-go's retry jitter (×1.2) and polling slack.
+    assert.ok(takeoverMs <= 5_000 + 2_200 + 1_500, `took over in ${takeoverMs} ms`);
+    await eventually(
+      "the new leader converges",
+      async () => (await reconciledBy(env, ns, "during-failover")) === next,
+    );
+  });
+
+  it("finishes an in-flight reconcile on SIGTERM and exits 0 within the grace period", async (t) => {
+    const ns = await env.namespace("term");
+    const r = startReplica(env, ns, "slow", { SLOW_MS: "3000", GRACE_MS: "10000" });
+    t.after(() => stopAll([r]));
+    await eventually("manager running", () => r.output.some((l) => l.includes("caches synced")), 60_000);
+    await env.client.create(sourceCm(ns, "slow", { n: "1" }));
+    await eventually(
+      "reconcile started",
+      () => r.output.some((l) => l.includes('"reconcile-start"')),
+      30_000,
+    );
+    const sentAt = Date.now();
+    r.child.kill("SIGTERM");
+    const code = await r.exited;
+    const tookMs = Date.now() - sentAt;
+    assert.equal(code, 0, `exit code (output: ${r.output.slice(-5).join(" | ")})`);
+    assert.ok(
+      r.output.some((l) => l.includes('"reconcile-end"')),
+      "the in-flight reconcile finished",
+    );
+    assert.equal(await reconciledBy(env, ns, "slow"), "slow");
+    assert.ok(tookMs < 10_000, `exited in ${tookMs} ms`);
+  });
+});
