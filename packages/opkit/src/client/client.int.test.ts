@@ -18,6 +18,7 @@ import {
   UnknownKindError,
 } from "./errors.ts";
 import { kindRef, type KubeObject } from "./types.ts";
+import { Deployments, type Deployment } from "./builtins.ts";
 import { useTestEnv, type TestEnv } from "../testenv/testing.ts";
 
 type ConfigMap = KubeObject & { data?: Record<string, string> };
@@ -252,5 +253,60 @@ describe("KubeClient against opkit env", () => {
         `widgets.${group}`,
       );
     }
+  });
+
+  it("types built-in kinds, and patches with strategic-merge, merge and JSON patch semantics", async () => {
+    const d: Deployment = {
+      apiVersion: "apps/v1",
+      kind: "Deployment",
+      metadata: { name: "typed", namespace: ns },
+      spec: {
+        replicas: 1,
+        selector: { matchLabels: { app: "typed" } },
+        template: {
+          metadata: { labels: { app: "typed" } },
+          spec: {
+            containers: [
+              { name: "a", image: "x:1" },
+              { name: "b", image: "y:1" },
+            ],
+          },
+        },
+      },
+    };
+    const created = await env.client.create(d);
+    assert.equal(typeof created.metadata.creationTimestamp, "string", "timestamps stay RFC 3339 strings");
+    const images = (x: Deployment): string[] =>
+      (x.spec?.template.spec?.containers ?? []).map((c) => `${c.name}=${c.image}`);
+    const containers = (list: { name: string; image: string }[]): unknown => ({
+      spec: { template: { spec: { containers: list } } },
+    });
+    // Strategic merge keys containers by name: "a" stays, "b" changes.
+    const strategic = await env.client.patch(
+      Deployments,
+      "typed",
+      containers([{ name: "b", image: "y:2" }]),
+      {
+        namespace: ns,
+        type: "strategic",
+      },
+    );
+    assert.deepEqual(images(strategic), ["a=x:1", "b=y:2"]);
+    // A JSON merge patch replaces the list.
+    const merged = await env.client.patch(Deployments, "typed", containers([{ name: "b", image: "y:3" }]), {
+      namespace: ns,
+      type: "merge",
+    });
+    assert.deepEqual(images(merged), ["b=y:3"]);
+    const json = await env.client.patch(
+      Deployments,
+      "typed",
+      [{ op: "replace", path: "/spec/replicas", value: 3 }],
+      {
+        namespace: ns,
+        type: "json",
+      },
+    );
+    assert.equal(json.spec?.replicas, 3);
   });
 });

@@ -12,3 +12,4 @@ export type * from "./client.ts";
 export { RestMapper, resourcePath, type ResourceMapping } from "./mapping.ts";
 export { Transport, retryDelayMs, type TransportOptions, type RequestEvent } from "./transport.ts";
 export * from "./labels.ts";
+export * from "./builtins.ts";

@@ -321,4 +321,38 @@ describe("controllers against opkit env", () => {
     assert.equal(r2.statusCode, 200);
     await r2.body.text();
   });
+
+  it("aborts a reconcile that exceeds its timeout and retries it", async (t) => {
+    const ns = await env.namespace("timeout");
+    const mgr = await managerFor(env, ns);
+    t.after(() => mgr.stop());
+    const calls: { aborted: boolean }[] = [];
+    mgr.add(
+      controller("slowpoke")
+        .for(ConfigMaps)
+        .withOptions({ reconcileTimeoutMs: 300 })
+        .reconcile(async (req, ctx) => {
+          if (req.name !== "hang") return;
+          const call = { aborted: false };
+          calls.push(call);
+          if (calls.length > 1) return; // the retry succeeds
+          await new Promise<void>((resolve) =>
+            ctx.signal.addEventListener("abort", () => {
+              call.aborted = true;
+              resolve();
+            }),
+          );
+        }),
+    );
+    await mgr.start();
+    await env.client.create<ConfigMap>({
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: "hang", namespace: ns },
+    });
+    await eventually("a retry after the timeout", () => calls.length >= 2, 10_000);
+    assert.equal(calls[0]?.aborted, true, "the timed-out reconcile saw its signal abort");
+    const metrics = await (await request(`http://127.0.0.1:${mgr.ports.metrics}/metrics`)).body.text();
+    assert.match(metrics, /controller_runtime_reconcile_errors_total\{controller="slowpoke"\} [1-9]/);
+  });
 });

@@ -27,8 +27,6 @@ export {
   LeaderElectionConfigError,
   LeaderElector,
   LeadershipLostError,
-  Leases,
-  type Lease,
   type LeaseClient,
   type LeaseSpec,
   type LeaderCallbacks,

@@ -10,10 +10,10 @@ import { KubeClient } from "../client/client.ts";
 import { AlreadyExistsError } from "../client/errors.ts";
 import { useTestEnv, type TestEnv } from "../testenv/testing.ts";
 import { startTcpProxy } from "../testenv/proxy.ts";
+import { Leases } from "../client/builtins.ts";
 import {
   LeaderElector,
   LeadershipLostError,
-  Leases,
   type LeaseClient,
   type StoppedLeadingInfo,
 } from "./leaderelection.ts";

@@ -7,11 +7,11 @@ import assert from "node:assert/strict";
 import { FakeClock } from "../clock/index.ts";
 import { ConflictError, ConnectionError, NotFoundError } from "../client/errors.ts";
 import { microTime, type KindRef, type KubeObject } from "../client/types.ts";
+import type { Lease } from "../client/builtins.ts";
 import {
   LeaderElectionConfigError,
   LeaderElector,
   LeadershipLostError,
-  type Lease,
   type LeaseClient,
   type StoppedLeadingInfo,
 } from "./leaderelection.ts";

@@ -16,24 +16,12 @@ import { hostname } from "node:os";
 import { randomUUID } from "node:crypto";
 import type { KubeClient } from "../client/client.ts";
 import { NotFoundError } from "../client/errors.ts";
-import { kindRef, microTime, type KubeObject } from "../client/types.ts";
+import { microTime } from "../client/types.ts";
+import { Leases, type Lease } from "../client/builtins.ts";
 import { realClock, type Clock, type TimerHandle } from "../clock/index.ts";
 import type { Logger } from "../logging/index.ts";
 
-export interface LeaseSpec {
-  holderIdentity?: string;
-  leaseDurationSeconds?: number;
-  /** RFC 3339 with microseconds (MicroTime). */
-  acquireTime?: string;
-  renewTime?: string;
-  leaseTransitions?: number;
-}
-
-export interface Lease extends KubeObject {
-  spec?: LeaseSpec;
-}
-
-export const Leases = kindRef<Lease>("coordination.k8s.io/v1", "Lease");
+export type LeaseSpec = NonNullable<Lease["spec"]>;
 
 /** The part of KubeClient leader election uses. */
 export type LeaseClient = Pick<KubeClient, "get" | "create" | "update">;
