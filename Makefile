@@ -20,12 +20,11 @@ endif
 NODE_TEST := node --conditions=opkit-source --test --test-reporter=spec
 OPKIT     := node packages/cli/dist/main.js
 
-.PHONY: help node deps build typecheck lint format test test-unit test-int env-build demo bench clean
+.PHONY: help node deps build typecheck lint format test test-unit test-int env-build demo clean
 
 help:
 	@echo "make demo   start a local control plane (etcd, kube-apiserver, controller-manager, scheduler, kwok nodes) and show a Deployment converge"
 	@echo "make test   install, build, lint and run every test (unit + integration against the local control plane)"
-	@echo "make bench  run the benchmarks and print their figures"
 
 $(NODE_DIR)/bin/node:
 	@echo ">> installing Node $(NODE_VERSION) into $(NODE_DIR) (system Node is older than 22.19)"
