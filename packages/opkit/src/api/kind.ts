@@ -1,0 +1,388 @@
+/**
+ * `defineKind`: one definition of a custom kind gives its TypeScript type, a `KindRef` for the client,
+ * cache and controllers, runtime validation, and everything the CRD generator needs.
+ */
+import type { Static, TSchema } from "typebox";
+import { Settings } from "typebox/system";
+import { Value } from "typebox/value";
+import type { KindRef, KubeObject, ObjectMeta } from "../client/types.ts";
+import type { CelRule } from "./k8s.ts";
+
+export type PrinterColumnType = "integer" | "string" | "boolean" | "number" | "date";
+
+/** A column `kubectl get` shows (`additionalPrinterColumns`). */
+export interface PrinterColumn {
+  name: string;
+  type: PrinterColumnType;
+  /** A simple JSONPath into the object, e.g. `.status.phase`. */
+  jsonPath: string;
+  description?: string;
+  /** 0 shows the column by default; higher only with `-o wide`. */
+  priority?: number;
+  format?: string;
+}
+
+/** The scale subresource, so `kubectl scale` and the HorizontalPodAutoscaler can drive the kind. */
+export interface ScaleSubresource {
+  specReplicasPath: string;
+  statusReplicasPath: string;
+  labelSelectorPath?: string;
+}
+
+export type KindScope = "Namespaced" | "Cluster";
+
+export interface KindOptions<Spec extends TSchema, Status extends TSchema | undefined> {
+  group: string;
+  version: string;
+  kind: string;
+  /** Lowercase plural used in URLs; defaults to the lowercased kind + "s" (or "es" after s/x/ch/sh). */
+  plural?: string;
+  singular?: string;
+  shortNames?: string[];
+  categories?: string[];
+  scope?: KindScope;
+  description?: string;
+  spec: Spec;
+  status?: Status;
+  printerColumns?: PrinterColumn[];
+  scale?: ScaleSubresource;
+  /** CEL rules on the whole object (`self` is the object). */
+  validations?: CelRule[];
+  /** The version objects are stored in; exactly one version of a kind has it. */
+  storage?: boolean;
+  /** Whether the API server serves this version (default true). */
+  served?: boolean;
+  /** Mark the version deprecated; the server warns clients that use it. */
+  deprecated?: boolean;
+  deprecationWarning?: string;
+}
+
+type StatusField<Status extends TSchema | undefined> = Status extends TSchema
+  ? { status?: Static<Status> }
+  : { status?: never };
+
+/** The object type of a kind: every Kubernetes object field plus the typed spec and status. */
+export type KindObject<Spec extends TSchema, Status extends TSchema | undefined> = KubeObject & {
+  spec: Static<Spec>;
+} & StatusField<Status>;
+
+/** The object type of a kind definition: `type Memcached = ObjectOf<typeof Memcached>`. */
+export type ObjectOf<K> = K extends KindRef<infer T> ? T : never;
+
+/** One problem `validate` found; `path` is dotted from the object root (`spec.items[2].name`). */
+export interface ValidationIssue {
+  path: string;
+  message: string;
+}
+
+export interface NewObjectOptions<Status> {
+  namespace?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  status?: Status;
+}
+
+export interface KindDefinition<
+  Spec extends TSchema = TSchema,
+  Status extends TSchema | undefined = TSchema | undefined,
+> extends KindRef<KindObject<Spec, Status>> {
+  readonly apiVersion: string;
+  readonly kind: string;
+  readonly group: string;
+  readonly version: string;
+  readonly plural: string;
+  readonly singular: string;
+  readonly shortNames: readonly string[];
+  readonly categories: readonly string[];
+  readonly scope: KindScope;
+  readonly description: string | undefined;
+  readonly spec: Spec;
+  readonly status: Status;
+  readonly printerColumns: readonly PrinterColumn[];
+  readonly scale: ScaleSubresource | undefined;
+  readonly validations: readonly CelRule[];
+  /** Whether `storage` was set explicitly (a single version is the storage version either way). */
+  readonly storage: boolean | undefined;
+  readonly served: boolean;
+  readonly deprecated: boolean;
+  readonly deprecationWarning: string | undefined;
+  /**
+   * Check spec and status against their schemas. CEL rules are not evaluated here (only the API server
+   * runs CEL); an empty array means the object is valid as far as the schemas go.
+   */
+  validate(obj: unknown): ValidationIssue[];
+  /** Build an object of this kind with apiVersion, kind and metadata filled in. */
+  readonly new: (
+    name: string,
+    spec: Static<Spec>,
+    opts?: NewObjectOptions<Status extends TSchema ? Static<Status> : never>,
+  ) => KindObject<Spec, Status>;
+}
+
+/** A definition that does not make sense; the message names the option and what to change. */
+export class KindDefinitionError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "KindDefinitionError";
+  }
+}
+
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const DNS_LABEL = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
+const VERSION = /^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$/;
+
+/** The plural Kubernetes tooling guesses (kubebuilder's rules), so most kinds need no `plural`. */
+export function defaultPlural(kind: string): string {
+  const lower = kind.toLowerCase();
+  if (/(s|x|z|ch|sh)$/.test(lower)) return `${lower}es`;
+  if (/[^aeiou]y$/.test(lower)) return `${lower.slice(0, -1)}ies`;
+  return `${lower}s`;
+}
+
+/** Define a custom kind once; the result is a `KindRef` plus its schema, validation and CRD settings. */
+export function defineKind<Spec extends TSchema, Status extends TSchema | undefined = undefined>(
+  options: KindOptions<Spec, Status>,
+): KindDefinition<Spec, Status> {
+  const { group, version, kind } = options;
+  if (!group || !DNS_SUBDOMAIN.test(group) || !group.includes("."))
+    throw new KindDefinitionError(
+      `defineKind: group "${group}" must be a lowercase DNS subdomain with a dot, e.g. "cache.example.com"`,
+    );
+  if (!VERSION.test(version))
+    throw new KindDefinitionError(
+      `defineKind(${kind}): version "${version}" must look like v1, v1beta1 or v2alpha3`,
+    );
+  if (!/^[A-Z][A-Za-z0-9]*$/.test(kind))
+    throw new KindDefinitionError(`defineKind: kind "${kind}" must be UpperCamelCase, e.g. "Memcached"`);
+  const plural = options.plural ?? defaultPlural(kind);
+  const singular = options.singular ?? kind.toLowerCase();
+  for (const [field, value] of [
+    ["plural", plural],
+    ["singular", singular],
+    ...(options.shortNames ?? []).map((n) => ["shortNames", n]),
+    ...(options.categories ?? []).map((n) => ["categories", n]),
+  ] as [string, string][]) {
+    if (!DNS_LABEL.test(value))
+      throw new KindDefinitionError(
+        `defineKind(${kind}): ${field} "${value}" must be lowercase letters, digits and dashes, starting with a letter`,
+      );
+  }
+  if (options.scale && !options.status)
+    throw new KindDefinitionError(
+      `defineKind(${kind}): scale needs a status schema (statusReplicasPath points into .status); add one`,
+    );
+  for (const col of options.printerColumns ?? []) {
+    if (!col.jsonPath.startsWith("."))
+      throw new KindDefinitionError(
+        `defineKind(${kind}): printer column "${col.name}" jsonPath "${col.jsonPath}" must start with "." (e.g. ".spec.size")`,
+      );
+  }
+  const spec = options.spec;
+  const status = options.status as Status;
+  const apiVersion = `${group}/${version}`;
+
+  function validate(obj: unknown): ValidationIssue[] {
+    if (typeof obj !== "object" || obj === null || Array.isArray(obj))
+      return [{ path: "", message: "must be an object" }];
+    const record = obj as Record<string, unknown>;
+    const issues: ValidationIssue[] = [];
+    if (record.spec === undefined) issues.push({ path: "spec", message: "is required" });
+    else issues.push(...schemaIssues(spec, record.spec, "spec"));
+    if (record.status !== undefined) {
+      if (status) issues.push(...schemaIssues(status, record.status, "status"));
+      else issues.push({ path: "status", message: `${kind} has no status; remove the field` });
+    }
+    return issues;
+  }
+
+  function build(
+    name: string,
+    specValue: Static<Spec>,
+    opts: NewObjectOptions<Status extends TSchema ? Static<Status> : never> = {},
+  ): KindObject<Spec, Status> {
+    const metadata: ObjectMeta = { name };
+    if (opts.namespace !== undefined) metadata.namespace = opts.namespace;
+    if (opts.labels) metadata.labels = { ...opts.labels };
+    if (opts.annotations) metadata.annotations = { ...opts.annotations };
+    const obj: Record<string, unknown> = { apiVersion, kind, metadata, spec: specValue };
+    if (opts.status !== undefined) obj.status = opts.status;
+    return obj as KindObject<Spec, Status>;
+  }
+
+  const definition = {
+    apiVersion,
+    kind,
+    group,
+    version,
+    plural,
+    singular,
+    shortNames: [...(options.shortNames ?? [])],
+    categories: [...(options.categories ?? [])],
+    scope: options.scope ?? "Namespaced",
+    description: options.description,
+    spec,
+    status,
+    printerColumns: [...(options.printerColumns ?? [])],
+    scale: options.scale,
+    validations: [...(options.validations ?? [])],
+    storage: options.storage,
+    served: options.served ?? true,
+    deprecated: options.deprecated ?? false,
+    deprecationWarning: options.deprecationWarning,
+    validate,
+    new: build,
+  };
+  return Object.freeze(definition) as KindDefinition<Spec, Status>;
+}
+
+/** Several versions of one kind, exactly one of them the storage version. */
+export interface KindVersions {
+  readonly group: string;
+  readonly kind: string;
+  readonly plural: string;
+  readonly versions: readonly KindDefinition[];
+  readonly storageVersion: KindDefinition;
+}
+
+/**
+ * Group the versions of one kind. They must share group, kind, plural and scope, and exactly one must
+ * say `storage: true` (a single version is the storage version without saying so).
+ */
+export function defineKindVersions(versions: readonly KindDefinition[]): KindVersions {
+  const first = versions[0];
+  if (!first) throw new KindDefinitionError("defineKindVersions: pass at least one kind definition");
+  const seen = new Set<string>();
+  for (const v of versions) {
+    for (const field of ["group", "kind", "plural", "scope"] as const) {
+      if (v[field] !== first[field])
+        throw new KindDefinitionError(
+          `defineKindVersions(${first.kind}): version ${v.version} has ${field} "${v[field]}" but ${first.version} has "${first[field]}"; all versions of a kind must agree`,
+        );
+    }
+    if (seen.has(v.version))
+      throw new KindDefinitionError(
+        `defineKindVersions(${first.kind}): version ${v.version} is defined twice; give each definition its own version`,
+      );
+    seen.add(v.version);
+  }
+  let storageVersion: KindDefinition;
+  if (versions.length === 1) {
+    storageVersion = first;
+  } else {
+    const storage = versions.filter((v) => v.storage === true);
+    if (storage.length !== 1)
+      throw new KindDefinitionError(
+        `defineKindVersions(${first.kind}): exactly one version must set storage: true, found ${storage.length} (${storage.map((v) => v.version).join(", ") || "none"}) among ${versions.map((v) => v.version).join(", ")}`,
+      );
+    storageVersion = storage[0] as KindDefinition;
+  }
+  if (!storageVersion.served)
+    throw new KindDefinitionError(
+      `defineKindVersions(${first.kind}): the storage version ${storageVersion.version} must be served; set served: true`,
+    );
+  return Object.freeze({
+    group: first.group,
+    kind: first.kind,
+    plural: first.plural,
+    versions: [...versions],
+    storageVersion,
+  });
+}
+
+export function isKindVersions(value: KindDefinition | KindVersions): value is KindVersions {
+  return "versions" in value && Array.isArray(value.versions);
+}
+
+// ---- validation issues ----
+
+interface TypeBoxError {
+  keyword: string;
+  schemaPath: string;
+  instancePath: string;
+  params: Record<string, unknown>;
+  message: string;
+}
+
+/** Turn a JSON pointer ("/items/0/name") into a dotted path ("items[0].name") under `root`. */
+export function pointerToPath(root: string, pointer: string): string {
+  let path = root;
+  for (const raw of pointer.split("/").slice(1)) {
+    const token = raw.replace(/~1/g, "/").replace(/~0/g, "~");
+    if (/^\d+$/.test(token)) path += `[${token}]`;
+    else if (/^[A-Za-z_$][\w$]*$/.test(token)) path += path ? `.${token}` : token;
+    else path += `[${JSON.stringify(token)}]`;
+  }
+  return path;
+}
+
+function resolvePointer(schema: unknown, pointer: string): unknown {
+  let node = schema;
+  for (const raw of pointer.replace(/^#/, "").split("/").slice(1)) {
+    if (typeof node !== "object" || node === null) return undefined;
+    node = (node as Record<string, unknown>)[raw.replace(/~1/g, "/").replace(/~0/g, "~")];
+  }
+  return node;
+}
+
+const MAX_ERRORS = 100;
+
+function schemaIssues(schema: TSchema, value: unknown, root: string): ValidationIssue[] {
+  // TypeBox buffers only 8 errors by default (a DoS guard for untrusted input); a user fixing an object
+  // wants them all, within reason. Errors() is synchronous, so the raised limit cannot leak elsewhere.
+  const previous = Settings.Get().maxErrors;
+  let errors: TypeBoxError[];
+  try {
+    Settings.Set({ maxErrors: Math.max(previous, MAX_ERRORS) });
+    errors = [...Value.Errors(schema, value)] as unknown as TypeBoxError[];
+  } finally {
+    Settings.Set({ maxErrors: previous });
+  }
+  // A failed anyOf also reports why each branch failed; the anyOf itself says it better.
+  const unions = errors
+    .filter((e) => e.keyword === "anyOf" || e.keyword === "oneOf")
+    .map((e) => e.schemaPath);
+  const issues: ValidationIssue[] = [];
+  const seen = new Set<string>();
+  for (const e of errors) {
+    if (unions.some((u) => e.schemaPath.startsWith(`${u}/anyOf/`) || e.schemaPath.startsWith(`${u}/oneOf/`)))
+      continue;
+    const base = pointerToPath(root, e.instancePath);
+    let out: ValidationIssue[];
+    if (e.keyword === "required" && Array.isArray(e.params.requiredProperties)) {
+      out = (e.params.requiredProperties as string[]).map((p) => ({
+        path: pointerToPath(base, `/${p}`),
+        message: "is required",
+      }));
+    } else if (e.keyword === "anyOf" || e.keyword === "oneOf") {
+      const node = resolvePointer(schema, e.schemaPath) as Record<string, unknown> | undefined;
+      const branches = (node?.[e.keyword] ?? []) as Record<string, unknown>[];
+      const consts = branches.filter((b) => "const" in b).map((b) => JSON.stringify(b.const));
+      const allowNull = branches.some((b) => b.type === "null");
+      out = [
+        {
+          path: base,
+          message:
+            consts.length > 0 && consts.length + (allowNull ? 1 : 0) === branches.length
+              ? `must be one of ${consts.join(", ")}${allowNull ? " or null" : ""}`
+              : e.message,
+        },
+      ];
+    } else if (e.keyword === "enum" && Array.isArray(e.params.allowedValues)) {
+      out = [
+        {
+          path: base,
+          message: `must be one of ${(e.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(", ")}`,
+        },
+      ];
+    } else {
+      out = [{ path: base, message: e.message }];
+    }
+    for (const issue of out) {
+      const key = `${issue.path}\u0000${issue.message}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      issues.push(issue);
+    }
+  }
+  return issues;
+}
