@@ -1,0 +1,224 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { kindRef, type KubeObject } from "../client/types.ts";
+import { builtinResolver, rbacFor, RbacGenerationError, resolverFromClient } from "./rbac.ts";
+
+const Widgets = kindRef("example.com/v1", "Widget");
+const Gadgets = kindRef("example.com/v1alpha1", "Gadget");
+const Deployments = kindRef("apps/v1", "Deployment");
+const Secrets = kindRef("v1", "Secret");
+const ConfigMaps = kindRef("v1", "ConfigMap");
+const Nodes = kindRef("v1", "Node");
+
+const resolve = builtinResolver([
+  { group: "example.com", kind: "Widget", plural: "widgets", scope: "Namespaced" },
+  // A CRD object, as generate/crd produces, for a cluster-scoped kind.
+  {
+    apiVersion: "apiextensions.k8s.io/v1",
+    kind: "CustomResourceDefinition",
+    metadata: { name: "gadgets.example.com" },
+    spec: { group: "example.com", scope: "Cluster", names: { kind: "Gadget", plural: "gadgets" } },
+  } as KubeObject,
+]);
+
+const controllers = [
+  { forKind: Widgets, ownedKinds: [Deployments, Secrets], watchedKinds: [ConfigMaps] },
+  { forKind: Gadgets, ownedKinds: [], watchedKinds: [Nodes, Widgets] },
+];
+
+type Rules = { rules: unknown[] };
+const byKind = (objs: KubeObject[], kind: string) => objs.filter((o) => o.kind === kind);
+
+test("cluster-wide: exact least-privilege rules, merged and sorted", async () => {
+  const objs = await rbacFor({ name: "widget-op", namespace: "widget-system", controllers, resolve });
+  assert.deepEqual(
+    objs.map((o) => `${o.kind}/${o.metadata.namespace ?? ""}/${o.metadata.name}`),
+    [
+      "ClusterRole//widget-op",
+      "ClusterRoleBinding//widget-op",
+      "Role/widget-system/widget-op-leader-election",
+      "RoleBinding/widget-system/widget-op-leader-election",
+    ],
+  );
+  const cr = byKind(objs, "ClusterRole")[0] as unknown as Rules;
+  assert.deepEqual(cr.rules, [
+    { apiGroups: [""], resources: ["configmaps", "nodes"], verbs: ["get", "list", "watch"] },
+    { apiGroups: [""], resources: ["events"], verbs: ["create", "patch"] },
+    {
+      apiGroups: [""],
+      resources: ["secrets"],
+      verbs: ["get", "list", "watch", "create", "update", "patch", "delete"],
+    },
+    {
+      apiGroups: ["apps"],
+      resources: ["deployments"],
+      verbs: ["get", "list", "watch", "create", "update", "patch", "delete"],
+    },
+    { apiGroups: ["events.k8s.io"], resources: ["events"], verbs: ["create", "patch"] },
+    {
+      apiGroups: ["example.com"],
+      resources: ["gadgets", "widgets"],
+      verbs: ["get", "list", "watch", "update", "patch"],
+    },
+    {
+      apiGroups: ["example.com"],
+      resources: ["gadgets/finalizers", "widgets/finalizers"],
+      verbs: ["update"],
+    },
+    {
+      apiGroups: ["example.com"],
+      resources: ["gadgets/status", "widgets/status"],
+      verbs: ["get", "update", "patch"],
+    },
+  ]);
+  const crb = byKind(objs, "ClusterRoleBinding")[0] as unknown as { subjects: unknown; roleRef: unknown };
+  assert.deepEqual(crb.subjects, [{ kind: "ServiceAccount", name: "widget-op", namespace: "widget-system" }]);
+  assert.deepEqual(crb.roleRef, {
+    apiGroup: "rbac.authorization.k8s.io",
+    kind: "ClusterRole",
+    name: "widget-op",
+  });
+  const le = byKind(objs, "Role")[0] as unknown as Rules;
+  assert.deepEqual(le.rules, [
+    { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["get", "create", "update"] },
+  ]);
+});
+
+test("watchNamespace: namespaced kinds in a Role there; cluster-scoped kinds keep a ClusterRole", async () => {
+  const objs = await rbacFor({
+    name: "widget-op",
+    namespace: "widget-system",
+    watchNamespace: "apps",
+    controllers,
+    resolve,
+    leaderElection: false,
+  });
+  assert.deepEqual(
+    objs.map((o) => `${o.kind}/${o.metadata.namespace ?? ""}/${o.metadata.name}`),
+    [
+      "ClusterRole//widget-op",
+      "ClusterRoleBinding//widget-op",
+      "Role/apps/widget-op",
+      "RoleBinding/apps/widget-op",
+    ],
+  );
+  const cr = byKind(objs, "ClusterRole")[0] as unknown as Rules;
+  assert.deepEqual(cr.rules, [
+    { apiGroups: [""], resources: ["nodes"], verbs: ["get", "list", "watch"] },
+    {
+      apiGroups: ["example.com"],
+      resources: ["gadgets"],
+      verbs: ["get", "list", "watch", "update", "patch"],
+    },
+    { apiGroups: ["example.com"], resources: ["gadgets/finalizers"], verbs: ["update"] },
+    { apiGroups: ["example.com"], resources: ["gadgets/status"], verbs: ["get", "update", "patch"] },
+  ]);
+  const role = byKind(objs, "Role")[0] as unknown as Rules;
+  assert.deepEqual(role.rules, [
+    { apiGroups: [""], resources: ["configmaps"], verbs: ["get", "list", "watch"] },
+    { apiGroups: [""], resources: ["events"], verbs: ["create", "patch"] },
+    {
+      apiGroups: [""],
+      resources: ["secrets"],
+      verbs: ["get", "list", "watch", "create", "update", "patch", "delete"],
+    },
+    {
+      apiGroups: ["apps"],
+      resources: ["deployments"],
+      verbs: ["get", "list", "watch", "create", "update", "patch", "delete"],
+    },
+    { apiGroups: ["events.k8s.io"], resources: ["events"], verbs: ["create", "patch"] },
+    {
+      apiGroups: ["example.com"],
+      resources: ["widgets"],
+      verbs: ["get", "list", "watch", "update", "patch"],
+    },
+    { apiGroups: ["example.com"], resources: ["widgets/finalizers"], verbs: ["update"] },
+    { apiGroups: ["example.com"], resources: ["widgets/status"], verbs: ["get", "update", "patch"] },
+  ]);
+});
+
+test("all-namespaced kinds with watchNamespace: no ClusterRole at all", async () => {
+  const objs = await rbacFor({
+    name: "copy",
+    namespace: "ops",
+    watchNamespace: "ops",
+    controllers: [{ forKind: ConfigMaps, ownedKinds: [Secrets], watchedKinds: [] }],
+    resolve,
+  });
+  assert.deepEqual(
+    objs.map((o) => o.kind),
+    ["Role", "RoleBinding", "Role", "RoleBinding"],
+  );
+});
+
+test("extra rules merge with derived ones; narrowed rules stay separate; order is deterministic", async () => {
+  const input = {
+    name: "op",
+    namespace: "ns",
+    controllers: [{ forKind: ConfigMaps, ownedKinds: [], watchedKinds: [] }],
+    extraRules: [
+      { apiGroups: [""], resources: ["configmaps"], verbs: ["delete", "get"] },
+      { apiGroups: [""], resources: ["secrets"], verbs: ["get"], resourceNames: ["b", "a"] },
+      { nonResourceURLs: ["/metrics"], verbs: ["get"] },
+    ],
+    resolve,
+  };
+  const a = await rbacFor(input);
+  const b = await rbacFor({ ...input, extraRules: [...input.extraRules].reverse() });
+  assert.deepEqual(a, b);
+  assert.deepEqual((a[0] as unknown as Rules).rules, [
+    {
+      apiGroups: [""],
+      resources: ["configmaps"],
+      verbs: ["get", "list", "watch", "update", "patch", "delete"],
+    },
+    { apiGroups: [""], resources: ["configmaps/finalizers"], verbs: ["update"] },
+    { apiGroups: [""], resources: ["configmaps/status"], verbs: ["get", "update", "patch"] },
+    { apiGroups: [""], resources: ["events"], verbs: ["create", "patch"] },
+    { apiGroups: ["events.k8s.io"], resources: ["events"], verbs: ["create", "patch"] },
+    { apiGroups: [""], resources: ["secrets"], verbs: ["get"], resourceNames: ["a", "b"] },
+    { nonResourceURLs: ["/metrics"], verbs: ["get"] },
+  ]);
+});
+
+test("resolvers: unknown kinds fail naming the kind and the fix; client mapping is used as is", async () => {
+  await assert.rejects(
+    rbacFor({
+      name: "op",
+      namespace: "ns",
+      controllers: [{ forKind: kindRef("x.io/v1", "Thing"), ownedKinds: [], watchedKinds: [] }],
+      resolve: builtinResolver(),
+    }),
+    (err: unknown) =>
+      err instanceof RbacGenerationError &&
+      /x\.io\/v1 Thing/.test(err.message) &&
+      /builtinResolver/.test(err.message),
+  );
+  // Definitions without a kind match by the regular plural.
+  assert.deepEqual(
+    builtinResolver([{ group: "x.io", plural: "policies", scope: "Cluster" }])(kindRef("x.io/v1", "Policy")),
+    {
+      group: "x.io",
+      resource: "policies",
+      namespaced: false,
+    },
+  );
+  const fake = {
+    mapping: async () => ({
+      apiVersion: "x.io/v1",
+      group: "x.io",
+      version: "v1",
+      kind: "Thing",
+      resource: "thingies",
+      namespaced: true,
+      verbs: [],
+      subresources: [],
+    }),
+  };
+  assert.deepEqual(await resolverFromClient(fake)(kindRef("x.io/v1", "Thing")), {
+    group: "x.io",
+    resource: "thingies",
+    namespaced: true,
+  });
+});

@@ -1,0 +1,401 @@
+/**
+ * Least-privilege RBAC derived from what controllers declare (`for`, `owns`, `watches`), so the
+ * permissions an operator is deployed with can never drift from what its code does. Output is
+ * deterministic: the same declarations always yield byte-identical manifests.
+ */
+import type { KindRef, KubeObject } from "../client/types.ts";
+import type { ResourceMapping } from "../client/mapping.ts";
+
+/** An rbac.authorization.k8s.io/v1 PolicyRule. */
+export interface PolicyRule {
+  apiGroups?: string[];
+  resources?: string[];
+  verbs: string[];
+  resourceNames?: string[];
+  nonResourceURLs?: string[];
+}
+
+/**
+ * An extra rule with an optional scope hint. Extra rules name resources, not kinds, so their scope is
+ * unknown: without `namespaced: true` they go into the ClusterRole (the safe default for e.g. Nodes).
+ */
+export interface ExtraPolicyRule extends PolicyRule {
+  namespaced?: boolean;
+}
+
+/** What RBAC needs to know about a kind: its API group, plural resource and scope. */
+export interface ResolvedKind {
+  group: string;
+  resource: string;
+  namespaced: boolean;
+}
+
+export type KindResolver = (kind: KindRef) => Promise<ResolvedKind> | ResolvedKind;
+
+/** The parts of a Controller that determine its permissions. */
+export interface ControllerPermissions {
+  forKind: KindRef;
+  ownedKinds: readonly KindRef[];
+  watchedKinds: readonly KindRef[];
+}
+
+export interface RbacInput {
+  /** Operator name: the ServiceAccount, roles and bindings are named after it. */
+  name: string;
+  /** Namespace the operator runs in (ServiceAccount, leader-election Lease). */
+  namespace: string;
+  controllers: readonly ControllerPermissions[];
+  extraRules?: readonly ExtraPolicyRule[];
+  /** Grant Lease access in `namespace` (default true). */
+  leaderElection?: boolean;
+  /** When set, namespaced kinds are granted by a Role in this namespace instead of a ClusterRole. */
+  watchNamespace?: string;
+  resolve: KindResolver;
+}
+
+export class RbacGenerationError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "RbacGenerationError";
+  }
+}
+
+const READ = ["get", "list", "watch"];
+const WRITE = ["create", "update", "patch", "delete"];
+const RBAC_API = "rbac.authorization.k8s.io/v1";
+
+/** Verbs in the order kubectl and kubebuilder print them, so generated rules read naturally. */
+const VERB_ORDER = ["get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"];
+
+function groupOfApiVersion(apiVersion: string): string {
+  const slash = apiVersion.indexOf("/");
+  return slash < 0 ? "" : apiVersion.slice(0, slash);
+}
+
+/** Accumulates verbs per (group, resource) for one role, then merges into compact sorted rules. */
+class RuleSet {
+  private readonly verbs = new Map<string, Set<string>>();
+  private readonly special: PolicyRule[] = [];
+
+  add(group: string, resource: string, verbs: readonly string[]): void {
+    const key = `${group}\u0000${resource}`;
+    let set = this.verbs.get(key);
+    if (!set) this.verbs.set(key, (set = new Set()));
+    for (const v of verbs) set.add(v);
+  }
+
+  addRule(rule: PolicyRule): void {
+    // resourceNames and nonResourceURLs narrow a rule; merging them with broad rules would widen them.
+    if (rule.resourceNames?.length || rule.nonResourceURLs?.length) {
+      this.special.push(normalizeRule(rule));
+      return;
+    }
+    if (!rule.apiGroups?.length || !rule.resources?.length) {
+      throw new RbacGenerationError(
+        `extra rule ${JSON.stringify(rule)} needs apiGroups and resources (or nonResourceURLs): set both`,
+      );
+    }
+    for (const g of rule.apiGroups) for (const r of rule.resources) this.add(g, r, rule.verbs);
+  }
+
+  get empty(): boolean {
+    return this.verbs.size === 0 && this.special.length === 0;
+  }
+
+  rules(): PolicyRule[] {
+    // Resources of one group with identical verbs share a rule, as controller-gen does.
+    const byGroupVerbs = new Map<string, { group: string; verbs: string[]; resources: string[] }>();
+    for (const [key, set] of this.verbs) {
+      const [group, resource] = key.split("\u0000") as [string, string];
+      const verbs = sortVerbs([...set]);
+      const k = `${group}\u0000${verbs.join(",")}`;
+      const entry = byGroupVerbs.get(k) ?? { group, verbs, resources: [] };
+      entry.resources.push(resource);
+      byGroupVerbs.set(k, entry);
+    }
+    const merged: PolicyRule[] = [...byGroupVerbs.values()].map((e) => ({
+      apiGroups: [e.group],
+      resources: e.resources.sort(),
+      verbs: e.verbs,
+    }));
+    merged.sort((a, b) => compare(ruleKey(a), ruleKey(b)));
+    const seen = new Set<string>();
+    const special = this.special
+      .filter((r) => {
+        const k = JSON.stringify(r);
+        if (seen.has(k)) return false;
+        seen.add(k);
+        return true;
+      })
+      .sort((a, b) => compare(JSON.stringify(a), JSON.stringify(b)));
+    return [...merged, ...special];
+  }
+}
+
+function ruleKey(r: PolicyRule): string {
+  return `${r.apiGroups?.[0] ?? ""}\u0000${(r.resources ?? []).join(",")}`;
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function sortVerbs(verbs: string[]): string[] {
+  const rank = (v: string) => {
+    const i = VERB_ORDER.indexOf(v);
+    return i < 0 ? VERB_ORDER.length : i;
+  };
+  return [...new Set(verbs)].sort((a, b) => rank(a) - rank(b) || compare(a, b));
+}
+
+function normalizeRule(rule: PolicyRule): PolicyRule {
+  const out: PolicyRule = { verbs: sortVerbs(rule.verbs) };
+  if (rule.apiGroups) out.apiGroups = [...new Set(rule.apiGroups)].sort();
+  if (rule.resources) out.resources = [...new Set(rule.resources)].sort();
+  if (rule.resourceNames) out.resourceNames = [...new Set(rule.resourceNames)].sort();
+  if (rule.nonResourceURLs) out.nonResourceURLs = [...new Set(rule.nonResourceURLs)].sort();
+  return out;
+}
+
+/**
+ * RBAC objects for an operator: ServiceAccount subject `<name>` in `<namespace>`, a ClusterRole and/or
+ * a Role in `watchNamespace`, and a leader-election Role for Leases in the operator's own namespace.
+ * The ServiceAccount itself is not included (see `manifestsFor`).
+ */
+export async function rbacFor(input: RbacInput): Promise<KubeObject[]> {
+  if (!input.name) throw new RbacGenerationError("rbacFor: `name` is empty: pass the operator's name");
+  if (!input.namespace) {
+    throw new RbacGenerationError("rbacFor: `namespace` is empty: pass the namespace the operator runs in");
+  }
+  const cluster = new RuleSet();
+  const watched = new RuleSet();
+  const scoped = (namespaced: boolean): RuleSet => (namespaced && input.watchNamespace ? watched : cluster);
+
+  const roles = new Map<string, { kind: KindRef; role: "for" | "owns" | "watches" }[]>();
+  const note = (kind: KindRef, role: "for" | "owns" | "watches") => {
+    const key = `${kind.apiVersion}/${kind.kind}`;
+    const list = roles.get(key) ?? [];
+    list.push({ kind, role });
+    roles.set(key, list);
+  };
+  for (const c of input.controllers) {
+    note(c.forKind, "for");
+    for (const k of c.ownedKinds) note(k, "owns");
+    for (const k of c.watchedKinds) note(k, "watches");
+  }
+
+  for (const uses of [...roles.values()]) {
+    const kind = uses[0]!.kind;
+    let r: ResolvedKind;
+    try {
+      r = await input.resolve(kind);
+    } catch (err) {
+      throw new RbacGenerationError(
+        `cannot resolve ${kind.apiVersion} ${kind.kind} to a resource: ${err instanceof Error ? err.message : String(err)}`,
+      );
+    }
+    const set = scoped(r.namespaced);
+    // Every cached kind is listed and watched by the informer and read by reconcilers.
+    set.add(r.group, r.resource, READ);
+    for (const u of uses) {
+      if (u.role === "for") {
+        // Finalizers live in the object's metadata: adding and removing them patches the object itself.
+        set.add(r.group, r.resource, ["update", "patch"]);
+        set.add(r.group, `${r.resource}/status`, ["get", "update", "patch"]);
+        // Needed to set blockOwnerDeletion on children (OwnerReferencesPermissionEnforcement).
+        set.add(r.group, `${r.resource}/finalizers`, ["update"]);
+      } else if (u.role === "owns") {
+        set.add(r.group, r.resource, WRITE);
+      }
+    }
+  }
+
+  // The recorder writes events.k8s.io/v1 Events; core Events are granted too for libraries that still
+  // use the old API. Events live in the namespace of the object they describe.
+  const events = scoped(true);
+  events.add("events.k8s.io", "events", ["create", "patch"]);
+  events.add("", "events", ["create", "patch"]);
+
+  for (const rule of input.extraRules ?? []) {
+    const { namespaced, ...plain } = rule;
+    scoped(namespaced === true).addRule(plain);
+  }
+
+  const subject = [{ kind: "ServiceAccount", name: input.name, namespace: input.namespace }];
+  const labels = { "app.kubernetes.io/name": input.name };
+  const out: KubeObject[] = [];
+  if (!cluster.empty) {
+    out.push(
+      {
+        apiVersion: RBAC_API,
+        kind: "ClusterRole",
+        metadata: { name: input.name, labels },
+        rules: cluster.rules(),
+      } as KubeObject,
+      {
+        apiVersion: RBAC_API,
+        kind: "ClusterRoleBinding",
+        metadata: { name: input.name, labels },
+        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: input.name },
+        subjects: subject,
+      } as KubeObject,
+    );
+  }
+  if (input.watchNamespace && !watched.empty) {
+    out.push(...roleAndBinding(input.name, input.watchNamespace, watched.rules(), subject, labels));
+  }
+  if (input.leaderElection ?? true) {
+    const le = new RuleSet();
+    le.add("coordination.k8s.io", "leases", ["get", "create", "update"]);
+    out.push(
+      ...roleAndBinding(`${input.name}-leader-election`, input.namespace, le.rules(), subject, labels),
+    );
+  }
+  return out;
+}
+
+function roleAndBinding(
+  name: string,
+  namespace: string,
+  rules: PolicyRule[],
+  subjects: object[],
+  labels: Record<string, string>,
+): KubeObject[] {
+  return [
+    { apiVersion: RBAC_API, kind: "Role", metadata: { name, namespace, labels }, rules } as KubeObject,
+    {
+      apiVersion: RBAC_API,
+      kind: "RoleBinding",
+      metadata: { name, namespace, labels },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name },
+      subjects,
+    } as KubeObject,
+  ];
+}
+
+/** Resolve kinds with the cluster's discovery (the kinds' CRDs must be installed). */
+export function resolverFromClient(client: {
+  mapping(kind: KindRef): Promise<ResourceMapping>;
+}): KindResolver {
+  return async (kind) => {
+    const m = await client.mapping(kind);
+    return { group: m.group, resource: m.resource, namespaced: m.namespaced };
+  };
+}
+
+/** A custom kind's RBAC-relevant facts: `{group, kind, plural, scope}`, or a CustomResourceDefinition. */
+export type CustomKindSource =
+  { group: string; plural: string; scope: "Namespaced" | "Cluster"; kind?: string } | KubeObject;
+
+const NS = true;
+const CLUSTER = false;
+
+/** Common built-in kinds by `group/Kind` (core group is ""): plural and whether namespaced. */
+const BUILTIN: Record<string, [string, boolean]> = {
+  "/Pod": ["pods", NS],
+  "/Service": ["services", NS],
+  "/ConfigMap": ["configmaps", NS],
+  "/Secret": ["secrets", NS],
+  "/ServiceAccount": ["serviceaccounts", NS],
+  "/PersistentVolumeClaim": ["persistentvolumeclaims", NS],
+  "/Endpoints": ["endpoints", NS],
+  "/Event": ["events", NS],
+  "/LimitRange": ["limitranges", NS],
+  "/ResourceQuota": ["resourcequotas", NS],
+  "/ReplicationController": ["replicationcontrollers", NS],
+  "/PodTemplate": ["podtemplates", NS],
+  "/Namespace": ["namespaces", CLUSTER],
+  "/Node": ["nodes", CLUSTER],
+  "/PersistentVolume": ["persistentvolumes", CLUSTER],
+  "apps/Deployment": ["deployments", NS],
+  "apps/StatefulSet": ["statefulsets", NS],
+  "apps/DaemonSet": ["daemonsets", NS],
+  "apps/ReplicaSet": ["replicasets", NS],
+  "apps/ControllerRevision": ["controllerrevisions", NS],
+  "batch/Job": ["jobs", NS],
+  "batch/CronJob": ["cronjobs", NS],
+  "autoscaling/HorizontalPodAutoscaler": ["horizontalpodautoscalers", NS],
+  "policy/PodDisruptionBudget": ["poddisruptionbudgets", NS],
+  "networking.k8s.io/Ingress": ["ingresses", NS],
+  "networking.k8s.io/NetworkPolicy": ["networkpolicies", NS],
+  "networking.k8s.io/IngressClass": ["ingressclasses", CLUSTER],
+  "discovery.k8s.io/EndpointSlice": ["endpointslices", NS],
+  "events.k8s.io/Event": ["events", NS],
+  "coordination.k8s.io/Lease": ["leases", NS],
+  "rbac.authorization.k8s.io/Role": ["roles", NS],
+  "rbac.authorization.k8s.io/RoleBinding": ["rolebindings", NS],
+  "rbac.authorization.k8s.io/ClusterRole": ["clusterroles", CLUSTER],
+  "rbac.authorization.k8s.io/ClusterRoleBinding": ["clusterrolebindings", CLUSTER],
+  "storage.k8s.io/StorageClass": ["storageclasses", CLUSTER],
+  "storage.k8s.io/CSIDriver": ["csidrivers", CLUSTER],
+  "storage.k8s.io/VolumeAttachment": ["volumeattachments", CLUSTER],
+  "scheduling.k8s.io/PriorityClass": ["priorityclasses", CLUSTER],
+  "apiextensions.k8s.io/CustomResourceDefinition": ["customresourcedefinitions", CLUSTER],
+  "admissionregistration.k8s.io/MutatingWebhookConfiguration": ["mutatingwebhookconfigurations", CLUSTER],
+  "admissionregistration.k8s.io/ValidatingWebhookConfiguration": ["validatingwebhookconfigurations", CLUSTER],
+  "certificates.k8s.io/CertificateSigningRequest": ["certificatesigningrequests", CLUSTER],
+};
+
+interface CustomEntry {
+  group: string;
+  kind?: string;
+  plural: string;
+  namespaced: boolean;
+}
+
+function customEntry(src: CustomKindSource): CustomEntry {
+  if ("spec" in src && src.spec && typeof src.spec === "object") {
+    const spec = src.spec as {
+      group?: string;
+      scope?: string;
+      names?: { kind?: string; plural?: string };
+    };
+    if (!spec.group || !spec.names?.plural || !spec.names.kind) {
+      throw new RbacGenerationError(
+        `CustomResourceDefinition ${(src as KubeObject).metadata?.name ?? "(unnamed)"} lacks spec.group, spec.names.kind or spec.names.plural: generate it with generate/crd`,
+      );
+    }
+    return {
+      group: spec.group,
+      kind: spec.names.kind,
+      plural: spec.names.plural,
+      namespaced: spec.scope !== "Cluster",
+    };
+  }
+  const d = src as { group?: string; plural?: string; scope?: string; kind?: string };
+  if (typeof d.group !== "string" || !d.plural) {
+    throw new RbacGenerationError(
+      `custom kind definition ${JSON.stringify(d)} needs string fields group and plural (and scope "Namespaced" or "Cluster")`,
+    );
+  }
+  return { group: d.group, kind: d.kind, plural: d.plural, namespaced: d.scope !== "Cluster" };
+}
+
+/** Guess of the plural Kubernetes derives from a kind, used only to match definitions given without `kind`. */
+function guessPlural(kind: string): string {
+  const k = kind.toLowerCase();
+  if (/(s|x|z|ch|sh)$/.test(k)) return `${k}es`;
+  if (/[^aeiou]y$/.test(k)) return `${k.slice(0, -1)}ies`;
+  return `${k}s`;
+}
+
+/**
+ * Offline resolver (no cluster): a table of common built-in kinds, plus the custom kinds given as CRDs
+ * or `{group, kind, plural, scope}` objects. Definitions without `kind` match the kind whose regular
+ * English plural they carry.
+ */
+export function builtinResolver(custom: readonly CustomKindSource[] = []): KindResolver {
+  const entries = custom.map(customEntry);
+  return (kind) => {
+    const group = groupOfApiVersion(kind.apiVersion);
+    const c =
+      entries.find((e) => e.group === group && e.kind === kind.kind) ??
+      entries.find((e) => e.group === group && !e.kind && e.plural === guessPlural(kind.kind));
+    if (c) return { group, resource: c.plural, namespaced: c.namespaced };
+    const b = BUILTIN[`${group}/${kind.kind}`];
+    if (b) return { group, resource: b[0], namespaced: b[1] };
+    throw new RbacGenerationError(
+      `unknown kind ${kind.apiVersion} ${kind.kind}: pass its CRD or {group, kind, plural, scope} to builtinResolver, or resolve against a cluster with resolverFromClient`,
+    );
+  };
+}
