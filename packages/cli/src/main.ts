@@ -4,13 +4,19 @@
  */
 import { Command } from "commander";
 import { envCommand } from "./commands/env.ts";
+import { generateCommands } from "./commands/generate.ts";
+import { operatorCommands } from "./commands/operator.ts";
+import { projectCommands } from "./commands/project.ts";
 
 const program = new Command("opkit")
   .description("opkit — write, test, ship and run Kubernetes operators in TypeScript")
-  .version("0.1.0")
+  // `--version` belongs to `create api` (the API version, as in kubebuilder); the CLI's own is -V.
+  .version("0.1.0", "-V, --cli-version")
+  .enablePositionalOptions()
   .showHelpAfterError();
 
-program.addCommand(envCommand());
+for (const c of [...projectCommands(), ...generateCommands(), ...operatorCommands(), envCommand()])
+  program.addCommand(c);
 
 try {
   await program.parseAsync(process.argv);

@@ -213,6 +213,7 @@ export class Reflector<T extends KubeObject> {
         this.deliver(ev);
       }
     } catch (err) {
+      if (this.stopped) return rv || undefined;
       if (!synced && (err instanceof BadRequestError || err instanceof InvalidError)) {
         this.streaming = false;
         return undefined;

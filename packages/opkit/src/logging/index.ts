@@ -42,7 +42,7 @@ export const DEFAULT_REDACT_PATHS: readonly string[] = [
 export interface LoggerOptions {
   /** Default: $OPKIT_LOG_LEVEL, else $LOG_LEVEL, else "info". */
   level?: LogLevel;
-  /** The logger's name (the `name` field of every line). */
+  /** The logger's name (the `logger` field of every line). */
   name?: string;
   /** Where lines go; default stdout. Tests pass a stream they read. */
   destination?: DestinationStream;
@@ -65,9 +65,9 @@ export function createLogger(options: LoggerOptions = {}): Logger {
   return pino(
     {
       level,
-      name: options.name,
-      // Without pid/hostname: in a pod both are noise the log collector already attaches.
-      base: {},
+      // The logger's name goes under "logger" (as controller-runtime's zap logs): "name" is the
+      // reconciled object's name. Without pid/hostname: the log collector attaches both.
+      base: options.name ? { logger: options.name } : {},
       timestamp: pino.stdTimeFunctions.isoTime,
       redact: { paths: [...DEFAULT_REDACT_PATHS, ...(options.redact ?? [])], censor: REDACTED },
       formatters: {

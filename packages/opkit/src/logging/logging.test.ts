@@ -46,7 +46,7 @@ test("credentials are redacted at the top level, one level down and in request h
   const line = lines[0];
   assert.ok(line);
   assert.equal(line.level, "info");
-  assert.equal(line.name, "op");
+  assert.equal(line.logger, "op", "the logger name is under `logger`: `name` is the reconciled object's");
   assert.equal(line.msg, "connecting");
   assert.equal(typeof line.time, "string");
   assert.equal(line.token, REDACTED);

@@ -1,0 +1,207 @@
+/**
+ * `opkit init` and `opkit create api`: scaffold an operator project and add kinds to it.
+ */
+import { Command, InvalidArgumentError } from "commander";
+import { spawnSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdir, readFile, readdir, writeFile } from "node:fs/promises";
+import { basename, dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import {
+  SCAFFOLD_CONTROLLERS,
+  SCAFFOLD_IMPORTS,
+  SCAFFOLD_KINDS,
+  controllerTs,
+  gitignore,
+  kindTestTs,
+  kindTs,
+  mainTs,
+  operatorTs,
+  packageJson,
+  readme,
+  sampleYaml,
+  tsconfig,
+  type KindVars,
+} from "../scaffold/templates.ts";
+
+export class UsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "UsageError";
+  }
+}
+
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+const DNS_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$/;
+
+export function checkDomain(v: string): string {
+  if (!DNS_NAME.test(v)) {
+    throw new InvalidArgumentError(
+      `"${v}" is not a DNS domain: use lowercase labels separated by dots, e.g. example.com`,
+    );
+  }
+  return v;
+}
+export function checkGroup(v: string): string {
+  if (!DNS_LABEL.test(v) && !DNS_NAME.test(v)) {
+    throw new InvalidArgumentError(
+      `"${v}" is not a valid API group: use lowercase letters, digits and '-', e.g. cache`,
+    );
+  }
+  return v;
+}
+export function checkVersion(v: string): string {
+  if (!/^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$/.test(v)) {
+    throw new InvalidArgumentError(`"${v}" is not a Kubernetes API version: use v1, v1alpha1, v2beta3, …`);
+  }
+  return v;
+}
+export function checkKind(v: string): string {
+  if (!/^[A-Z][A-Za-z0-9]{0,62}$/.test(v)) {
+    throw new InvalidArgumentError(
+      `"${v}" is not a valid kind: use UpperCamelCase letters and digits, e.g. Memcached`,
+    );
+  }
+  return v;
+}
+
+/** English plural as Kubernetes tools form it for most kinds (Policy → policies, Ingress → ingresses). */
+export function plural(lower: string): string {
+  if (/(s|x|z|ch|sh)$/.test(lower)) return `${lower}es`;
+  if (/[^aeiou]y$/.test(lower)) return `${lower.slice(0, -1)}ies`;
+  return `${lower}s`;
+}
+
+/** How a new project depends on opkit: the checkout this CLI runs from, else the published version. */
+function defaultSpecs(): { opkit: string; cli: string } {
+  const cliDir = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
+  const libDir = resolve(cliDir, "..", "opkit");
+  if (existsSync(join(libDir, "package.json")) && existsSync(join(cliDir, "package.json"))) {
+    return { opkit: `file:${libDir}`, cli: `file:${cliDir}` };
+  }
+  return { opkit: "^0.1.0", cli: "^0.1.0" };
+}
+
+export async function initProject(
+  dir: string,
+  opts: { domain: string; name?: string; install?: boolean; opkit?: string },
+): Promise<string> {
+  const root = resolve(dir);
+  if (existsSync(root) && (await readdir(root)).filter((f) => !f.startsWith(".")).length > 0) {
+    throw new UsageError(`${root} is not empty: opkit init needs a new or empty directory`);
+  }
+  const name =
+    opts.name ??
+    basename(root)
+      .toLowerCase()
+      .replace(/[^a-z0-9-]/g, "-")
+      .replace(/^-+|-+$/g, "");
+  if (!DNS_LABEL.test(name)) throw new UsageError(`project name "${name}" must be a DNS label; pass --name`);
+  const specs = defaultSpecs();
+  const vars = { name, domain: opts.domain, opkitSpec: opts.opkit ?? specs.opkit, cliSpec: specs.cli };
+  await mkdir(join(root, "src"), { recursive: true });
+  await mkdir(join(root, "test"), { recursive: true });
+  const files: Record<string, string> = {
+    "package.json": packageJson(vars),
+    "tsconfig.json": tsconfig,
+    ".gitignore": gitignore,
+    "README.md": readme(vars),
+    "src/operator.ts": operatorTs(vars),
+    "src/main.ts": mainTs,
+  };
+  for (const [f, content] of Object.entries(files)) await writeFile(join(root, f), content);
+  if (opts.install ?? true) {
+    const r = spawnSync("npm", ["install", "--no-audit", "--no-fund"], { cwd: root, stdio: "inherit" });
+    if (r.status !== 0)
+      throw new UsageError(
+        `npm install failed in ${root} (exit ${r.status}); fix the error above and run it again`,
+      );
+  }
+  return root;
+}
+
+export async function createApi(
+  dir: string,
+  opts: { group: string; version: string; kind: string; clusterScoped?: boolean },
+): Promise<string[]> {
+  const root = resolve(dir);
+  const operatorFile = join(root, "src", "operator.ts");
+  if (!existsSync(operatorFile))
+    throw new UsageError(`${root} is not an opkit project (no src/operator.ts): run opkit init first`);
+  const operator = await readFile(operatorFile, "utf8");
+  const domain = /domain: "([^"]+)"/.exec(operator)?.[1];
+  if (!domain) throw new UsageError(`src/operator.ts has no domain: "…" to build the API group from`);
+  const lower = opts.kind.toLowerCase();
+  const k: KindVars = {
+    group: opts.group,
+    fullGroup: opts.group.includes(".") ? opts.group : `${opts.group}.${domain}`,
+    version: opts.version,
+    kind: opts.kind,
+    lower,
+    plural: plural(lower),
+    clusterScoped: Boolean(opts.clusterScoped),
+  };
+  const kindFile = join("src", "api", k.version, `${lower}.ts`);
+  if (existsSync(join(root, kindFile)))
+    throw new UsageError(`${kindFile} exists already: kind ${k.kind} ${k.version} is defined`);
+  const files: Record<string, string> = {
+    [kindFile]: kindTs(k),
+    [join("src", "controllers", `${lower}.ts`)]: controllerTs(k),
+    [join("config", "samples", `${k.group}_${k.version}_${lower}.yaml`)]: sampleYaml(k),
+    [join("test", `${lower}.int.test.ts`)]: kindTestTs(k),
+  };
+  for (const [f, content] of Object.entries(files)) {
+    if (f.startsWith("src/controllers") && existsSync(join(root, f))) continue; // one controller per kind, whatever the version
+    await mkdir(dirname(join(root, f)), { recursive: true });
+    await writeFile(join(root, f), content);
+  }
+  const updated = operator
+    .replace(
+      SCAFFOLD_IMPORTS,
+      `import { ${k.kind} } from "./api/${k.version}/${lower}.ts";\nimport { ${lower}Controller } from "./controllers/${lower}.ts";\n${SCAFFOLD_IMPORTS}`,
+    )
+    .replace(SCAFFOLD_KINDS, `${k.kind},\n    ${SCAFFOLD_KINDS}`)
+    .replace(SCAFFOLD_CONTROLLERS, `${lower}Controller,\n    ${SCAFFOLD_CONTROLLERS}`);
+  if (updated === operator)
+    throw new UsageError("src/operator.ts lost its +opkit:scaffold markers; add the kind there by hand");
+  await writeFile(operatorFile, updated);
+  return Object.keys(files);
+}
+
+export function projectCommands(): Command[] {
+  const init = new Command("init")
+    .description("create a new operator project that installs, builds and passes its own tests")
+    .argument("[dir]", "project directory", ".")
+    .requiredOption("--domain <domain>", "API domain of the project's kinds, e.g. example.com", checkDomain)
+    .option("--name <name>", "operator name (default: the directory name)")
+    .option("--opkit <spec>", "npm spec of the opkit dependency (default: this checkout, or ^0.1.0)")
+    .option("--no-install", "do not run npm install")
+    .action(async (dir: string, o: { domain: string; name?: string; opkit?: string; install: boolean }) => {
+      const root = await initProject(dir, o);
+      console.log(
+        `created ${root}\nnext: cd ${dir} && npx opkit create api --group <group> --version v1alpha1 --kind <Kind>`,
+      );
+    });
+
+  const create = new Command("create").description("add to an operator project");
+  create
+    .command("api")
+    .description("add a kind: its definition, a controller that reconciles it, a sample and a test")
+    .requiredOption(
+      "--group <group>",
+      "API group (short, the project domain is appended), e.g. cache",
+      checkGroup,
+    )
+    .requiredOption("--version <version>", "API version, e.g. v1alpha1", checkVersion)
+    .requiredOption("--kind <Kind>", "kind in UpperCamelCase, e.g. Memcached", checkKind)
+    .option("--cluster-scoped", "the kind is cluster-scoped (default: namespaced)")
+    .option("--dir <dir>", "project directory", ".")
+    .action(
+      async (o: { group: string; version: string; kind: string; clusterScoped?: boolean; dir: string }) => {
+        const files = await createApi(o.dir, o);
+        for (const f of files) console.log(`wrote ${f}`);
+        console.log("next: npx opkit generate && npm test");
+      },
+    );
+  return [init, create];
+}

@@ -1,0 +1,65 @@
+/**
+ * An operator project's single description of itself — its name, its kinds and its controllers — read
+ * by `runOperator` at run time and by `opkit generate` to derive CRDs, RBAC and deployment manifests,
+ * so the two can never disagree.
+ */
+import type { KindRef } from "../client/types.ts";
+import type { Controller } from "../controller/controller.ts";
+import type { KubeObject } from "../client/types.ts";
+import { Manager, type ManagerOptions } from "./manager.ts";
+
+/** An RBAC rule a controller needs beyond what its watches imply (e.g. to read Nodes it never caches). */
+export interface ExtraRule {
+  apiGroups: string[];
+  resources: string[];
+  verbs: string[];
+  resourceNames?: string[];
+}
+
+export interface OperatorDefinition {
+  /** DNS-label name: the Deployment, ServiceAccount, Lease and field manager are named after it. */
+  name: string;
+  /** The API domain of its kinds (e.g. "example.com"). */
+  domain?: string;
+  /** Namespace it is deployed to (default `<name>-system`). */
+  namespace?: string;
+  /** Image for the generated Deployment. */
+  image?: string;
+  /** The custom kinds it defines (CRDs are generated from them). */
+  kinds: readonly KindRef[];
+  /** Factories, so that each Manager (tests, `opkit run`) gets fresh controller instances. */
+  controllers: readonly (() => Controller<KubeObject>)[];
+  extraRules?: readonly ExtraRule[];
+  /** Restrict caches to one namespace (least privilege: Roles instead of ClusterRoles). */
+  watchNamespace?: string;
+}
+
+export function defineOperator(def: OperatorDefinition): OperatorDefinition {
+  if (!/^[a-z0-9]([-a-z0-9]{0,50}[a-z0-9])?$/.test(def.name)) {
+    throw new Error(`operator name "${def.name}" must be a DNS label: lowercase letters, digits and '-'`);
+  }
+  return def;
+}
+
+/**
+ * Run an operator as its container does: settings from the environment (KUBECONFIG or in-cluster,
+ * POD_NAMESPACE for the Lease, OPKIT_LEADER_ELECT=true for HA, OPKIT_WATCH_NAMESPACE, OPKIT_LOG_LEVEL),
+ * metrics on :8080, probes on :8081, until SIGTERM.
+ */
+export async function runOperator(
+  def: OperatorDefinition,
+  overrides: Partial<ManagerOptions> = {},
+): Promise<void> {
+  const watchNamespace = process.env.OPKIT_WATCH_NAMESPACE ?? def.watchNamespace;
+  const mgr = await Manager.create({
+    name: def.name,
+    kubeconfig: process.env.KUBECONFIG || undefined,
+    leaderElection: process.env.OPKIT_LEADER_ELECT === "true" ? { name: def.name } : false,
+    cache: watchNamespace ? { namespace: watchNamespace } : undefined,
+    metrics: { host: "0.0.0.0", port: Number(process.env.OPKIT_METRICS_PORT ?? 8080) },
+    health: { host: "0.0.0.0", port: Number(process.env.OPKIT_HEALTH_PORT ?? 8081) },
+    ...overrides,
+  });
+  for (const make of def.controllers) mgr.add(make());
+  await mgr.run();
+}
