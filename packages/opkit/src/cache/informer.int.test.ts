@@ -9,53 +9,16 @@ import { KubeConfig } from "@kubernetes/client-node";
 import { KubeClient } from "../client/client.ts";
 import { kindRef, objectKey, type KubeObject } from "../client/types.ts";
 import { useTestEnv, type TestEnv } from "../testenv/testing.ts";
-import { startTcpProxy, type TcpProxy } from "../testenv/proxy.ts";
 import { Cache } from "./cache.ts";
 import { SyncTimeoutError } from "./informer.ts";
+import { eventually } from "../testenv/eventually.ts";
 
 type ConfigMap = KubeObject & { data?: Record<string, string> };
 const ConfigMaps = kindRef<ConfigMap>("v1", "ConfigMap");
 const Secrets = kindRef<KubeObject>("v1", "Secret");
 
-async function eventually(
-  what: string,
-  fn: () => Promise<boolean> | boolean,
-  timeoutMs = 60_000,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let lastErr: unknown;
-  for (;;) {
-    try {
-      if (await fn()) return;
-    } catch (err) {
-      lastErr = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out: ${what}${lastErr ? ` (${String(lastErr)})` : ""}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
-
 async function inBatches<T>(items: T[], size: number, fn: (item: T) => Promise<unknown>): Promise<void> {
   for (let i = 0; i < items.length; i += size) await Promise.all(items.slice(i, i + size).map(fn));
-}
-
-/** A client whose connections go through a TCP proxy we can cut. */
-async function proxiedClient(env: TestEnv, proxy: TcpProxy, onWatch: () => void): Promise<KubeClient> {
-  const kc = new KubeConfig();
-  kc.loadFromFile(env.kubeconfigPath);
-  const cluster = kc.getCurrentCluster();
-  assert.ok(cluster);
-  const clusters = kc.clusters.map((c) =>
-    c.name === cluster.name ? { ...c, server: `https://127.0.0.1:${proxy.port}` } : c,
-  );
-  const proxied = new KubeConfig();
-  proxied.loadFromOptions({
-    clusters,
-    users: kc.users,
-    contexts: kc.contexts,
-    currentContext: kc.currentContext,
-  });
-  return KubeClient.fromKubeConfig(proxied, { onRequest: (e) => (e.watch ? onWatch() : undefined) });
 }
 
 describe("informer cache against opkit env", () => {
@@ -79,10 +42,12 @@ describe("informer cache against opkit env", () => {
       }),
     );
 
-    const apiserverPort = env.controlPlane.state().then((s) => s?.ports["kube-apiserver"] ?? 0);
-    const proxy = await startTcpProxy(await apiserverPort);
+    // The informer's client goes through a TCP proxy the test can cut.
+    const { proxy, kubeConfig } = await env.apiserverProxy();
     let watchRequests = 0;
-    const client = await proxiedClient(env, proxy, () => watchRequests++);
+    const client = await KubeClient.fromKubeConfig(kubeConfig, {
+      onRequest: (e) => (e.watch ? watchRequests++ : undefined),
+    });
     const cache = new Cache(client, { kinds: { "v1/ConfigMap": { namespace: ns } } });
     // Stop everything even when an assertion fails, or the open watch keeps the test process alive.
     t.after(async () => {

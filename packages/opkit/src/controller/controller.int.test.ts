@@ -6,7 +6,6 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { request } from "undici";
-import { KubeConfig } from "@kubernetes/client-node";
 import { KubeClient } from "../client/client.ts";
 import { NotFoundError } from "../client/errors.ts";
 import { kindRef, type KubeObject } from "../client/types.ts";
@@ -15,7 +14,6 @@ import { manageError, manageSuccess, RetryTracker } from "../helpers/errors.ts";
 import { getCondition, type Condition } from "../helpers/conditions.ts";
 import { Manager } from "../manager/manager.ts";
 import { eventually } from "../testenv/eventually.ts";
-import { startTcpProxy } from "../testenv/proxy.ts";
 import { useTestEnv, type TestEnv } from "../testenv/testing.ts";
 import { controller } from "./controller.ts";
 import { generationChanged } from "./predicates.ts";
@@ -278,20 +276,9 @@ describe("controllers against opkit env", () => {
 
   it("reports /readyz 503 while caches cannot sync, 200 once they do", async (t) => {
     const ns = await env.namespace("ready");
-    const port = (await env.controlPlane.state())?.ports["kube-apiserver"] ?? 0;
-    const proxy = await startTcpProxy(port);
+    const { proxy, kubeConfig } = await env.apiserverProxy();
     proxy.partition();
-    const kc = new KubeConfig();
-    kc.loadFromFile(env.kubeconfigPath);
-    const clusters = kc.clusters.map((c) => ({ ...c, server: `https://127.0.0.1:${proxy.port}` }));
-    const proxied = new KubeConfig();
-    proxied.loadFromOptions({
-      clusters,
-      users: kc.users,
-      contexts: kc.contexts,
-      currentContext: kc.currentContext,
-    });
-    const client = await KubeClient.fromKubeConfig(proxied);
+    const client = await KubeClient.fromKubeConfig(kubeConfig);
     // The REST mapping needs discovery: resolve it before the partition matters.
     proxy.heal();
     await client.mapping(ConfigMaps);

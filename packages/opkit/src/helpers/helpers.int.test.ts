@@ -18,6 +18,7 @@ import { EventRecorder, EventsV1, type EventV1 } from "./events.ts";
 import { ensureFinalizer, handleFinalizer, hasFinalizer } from "./finalizers.ts";
 import { OwnerReferenceError, getControllerOf, setControllerReferenceAsync } from "./ownerrefs.ts";
 import { updateStatusIfChanged } from "./status.ts";
+import { eventually } from "../testenv/eventually.ts";
 
 type ConfigMap = KubeObject & { data?: Record<string, string> };
 const ConfigMaps = kindRef<ConfigMap>("v1", "ConfigMap");
@@ -57,20 +58,6 @@ const WIDGET_CRD: KubeObject = {
     ],
   },
 } as KubeObject;
-
-async function eventually(what: string, fn: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let lastErr: unknown;
-  for (;;) {
-    try {
-      if (await fn()) return;
-    } catch (err) {
-      lastErr = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out: ${what}${lastErr ? ` (${String(lastErr)})` : ""}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 async function gone(get: () => Promise<unknown>): Promise<boolean> {
   try {

@@ -5,11 +5,9 @@
  */
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { KubeConfig } from "@kubernetes/client-node";
 import { KubeClient } from "../client/client.ts";
 import { AlreadyExistsError } from "../client/errors.ts";
 import { useTestEnv, type TestEnv } from "../testenv/testing.ts";
-import { startTcpProxy } from "../testenv/proxy.ts";
 import { Leases } from "../client/builtins.ts";
 import {
   LeaderElector,
@@ -150,22 +148,8 @@ describe("leader election (real API server)", { timeout: 120_000 }, () => {
   });
 
   it("a leader cut off from the API server loses leadership within the renew deadline", async (t) => {
-    const state = await env.controlPlane.state();
-    const proxy = await startTcpProxy(state?.ports["kube-apiserver"] ?? 0);
-    const kc = new KubeConfig();
-    kc.loadFromFile(env.kubeconfigPath);
-    const cluster = kc.getCurrentCluster();
-    assert.ok(cluster);
-    const proxied = new KubeConfig();
-    proxied.loadFromOptions({
-      clusters: kc.clusters.map((c) =>
-        c.name === cluster.name ? { ...c, server: `https://127.0.0.1:${proxy.port}` } : c,
-      ),
-      users: kc.users,
-      contexts: kc.contexts,
-      currentContext: kc.currentContext,
-    });
-    const client = await KubeClient.fromKubeConfig(proxied, { maxRetries: 0 });
+    const { proxy, kubeConfig } = await env.apiserverProxy();
+    const client = await KubeClient.fromKubeConfig(kubeConfig, { maxRetries: 0 });
     const a = candidate(client, ns, "partition", "a");
     t.after(async () => {
       await a.elector.stop();

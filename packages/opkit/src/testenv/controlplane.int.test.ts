@@ -10,6 +10,7 @@ import { kindRef, type KubeObject } from "../client/types.ts";
 import { useTestEnv, type TestEnv } from "./testing.ts";
 import { KUBERNETES_VERSION } from "./versions.ts";
 import { SIMULATE_EXIT_CODE_ANNOTATION } from "./stages.ts";
+import { eventually } from "./eventually.ts";
 
 type Obj = KubeObject & { spec?: Record<string, unknown>; status?: Record<string, unknown> };
 const Nodes = kindRef<Obj>("v1", "Node");
@@ -21,26 +22,6 @@ const Jobs = kindRef<
 >("batch/v1", "Job");
 const ConfigMaps = kindRef<Obj>("v1", "ConfigMap");
 const Namespaces = kindRef<Obj>("v1", "Namespace");
-
-async function eventually<T>(
-  what: string,
-  fn: () => Promise<T | undefined | false>,
-  timeoutMs = 60_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline)
-      throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ""}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 function podTemplate(
   labels: Record<string, string>,

@@ -27,5 +27,5 @@ export {
 } from "./controlplane.ts";
 export { SIMULATE_EXIT_CODE_ANNOTATION, SIMULATE_DURATION_ANNOTATION } from "./stages.ts";
 export { useTestEnv, startOwnedEnv, TEST_ENV_VARIABLE, type TestEnv } from "./testing.ts";
-export { startTcpProxy, type TcpProxy } from "./proxy.ts";
+export { kubeConfigVia, startTcpProxy, type TcpProxy } from "./proxy.ts";
 export { eventually } from "./eventually.ts";

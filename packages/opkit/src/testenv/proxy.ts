@@ -4,6 +4,7 @@
  * untouched; the apiserver's certificate is valid for 127.0.0.1 on any port.
  */
 import { createConnection, createServer, type Server, type Socket } from "node:net";
+import { KubeConfig } from "@kubernetes/client-node";
 
 export interface TcpProxy {
   readonly port: number;
@@ -65,4 +66,22 @@ export async function startTcpProxy(targetPort: number, targetHost = "127.0.0.1"
       await new Promise((r) => server.close(r));
     },
   };
+}
+
+/** A kubeconfig like the one at `path`, but whose current cluster is reached through `port` on 127.0.0.1. */
+export function kubeConfigVia(path: string, port: number): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromFile(path);
+  const current = kc.getCurrentCluster();
+  if (!current) throw new Error(`${path} has no current cluster`);
+  const proxied = new KubeConfig();
+  proxied.loadFromOptions({
+    clusters: kc.clusters.map((c) =>
+      c.name === current.name ? { ...c, server: `https://127.0.0.1:${port}` } : c,
+    ),
+    users: kc.users,
+    contexts: kc.contexts,
+    currentContext: kc.currentContext,
+  });
+  return proxied;
 }

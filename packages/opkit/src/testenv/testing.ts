@@ -14,6 +14,8 @@ import { KubeClient } from "../client/client.ts";
 import { NotFoundError } from "../client/errors.ts";
 import { kindRef, type KubeObject } from "../client/types.ts";
 import { ControlPlane, type ComponentName } from "./controlplane.ts";
+import { kubeConfigVia, startTcpProxy, type TcpProxy } from "./proxy.ts";
+import type { KubeConfig } from "@kubernetes/client-node";
 
 export const TEST_ENV_VARIABLE = "OPKIT_TEST_ENV";
 
@@ -28,6 +30,11 @@ export interface TestEnv {
   /** Create or update CRDs and wait until the API server serves them. */
   installCrds(crds: KubeObject[]): Promise<void>;
   restart(component: ComponentName): Promise<void>;
+  /**
+   * A TCP proxy in front of kube-apiserver and a kubeconfig that goes through it, for dropped-connection
+   * and partition faults that touch only the clients built from that kubeconfig.
+   */
+  apiserverProxy(): Promise<{ proxy: TcpProxy; kubeConfig: KubeConfig }>;
   compact(opts?: { restartApiserver?: boolean }): Promise<{ revision: number }>;
   /** Delete this process's namespaces; stops the env too when this process owns it. */
   cleanup(): Promise<void>;
@@ -95,6 +102,12 @@ async function openTestEnv(opts: { nodes?: number }): Promise<TestEnv> {
       client.mapper.invalidate();
     },
     restart: (c) => cp.restart(c),
+    async apiserverProxy() {
+      const port = (await cp.state())?.ports["kube-apiserver"];
+      if (!port) throw new Error(`env ${cp.name} has no kube-apiserver port recorded`);
+      const proxy = await startTcpProxy(port);
+      return { proxy, kubeConfig: kubeConfigVia(cp.kubeconfigPath, proxy.port) };
+    },
     compact: (o) => cp.compact(o),
     async cleanup() {
       if (owned) {
