@@ -262,8 +262,8 @@ describe("controllers against opkit env", () => {
     // 400 ms doubling: reconciles at about 0, 0.4, 1.2, 2.8 s — a handful in 4 s, with growing gaps.
     assert.ok(times.length >= 3 && times.length <= 6, `reconciles in 4 s: ${times.length}`);
     const gaps = times.slice(1).map((x, i) => x - (times[i] as number));
-    for (let i = 1; i < gaps.length; i++)
-      assert.ok((gaps[i] as number) > (gaps[i - 1] as number) * 1.5, `gaps grow: ${gaps.join(", ")}`);
+    // Compared end to end, not pairwise: one slow API call on a loaded machine must not fail the test.
+    assert.ok((gaps.at(-1) as number) >= 2.5 * (gaps[0] as number), `gaps grow: ${gaps.join(", ")} ms`);
 
     await env.client.patch(Gadgets, "huge", { spec: { size: 5 } }, { namespace: ns, type: "merge" });
     await eventually(
