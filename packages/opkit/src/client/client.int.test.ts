@@ -14,6 +14,8 @@ import {
   GoneError,
   InvalidError,
   NotFoundError,
+  ServerError,
+  TimeoutError,
   TooManyRequestsError,
   UnknownKindError,
 } from "./errors.ts";
@@ -308,5 +310,52 @@ describe("KubeClient against opkit env", () => {
       },
     );
     assert.equal(json.spec?.replicas, 3);
+  });
+
+  it("raises Timeout when the server gives up, and ServerError (retried first) when an API is unavailable", async () => {
+    // The apiserver's timeout filter answers 504 once a request outlives its ?timeout.
+    await assert.rejects(env.client.raw("GET", "/api/v1/configmaps?timeout=1ns"), TimeoutError);
+
+    // An aggregated API whose backing Service does not exist answers 503 from the aggregator.
+    const name = `v1.${ns}.unavailable.opkit.dev`;
+    const APIServices = kindRef("apiregistration.k8s.io/v1", "APIService");
+    await env.client.create({
+      apiVersion: "apiregistration.k8s.io/v1",
+      kind: "APIService",
+      metadata: { name },
+      spec: {
+        group: `${ns}.unavailable.opkit.dev`,
+        version: "v1",
+        groupPriorityMinimum: 100,
+        versionPriority: 10,
+        insecureSkipTLSVerify: true,
+        service: { namespace: "default", name: "does-not-exist" },
+      },
+    } as KubeObject);
+    let requests = 0;
+    const kc = new KubeConfig();
+    kc.loadFromFile(env.kubeconfigPath);
+    const client = await KubeClient.fromKubeConfig(kc, {
+      maxRetries: 1,
+      sleep: async () => undefined,
+      onRequest: () => requests++,
+    });
+    try {
+      let last: unknown;
+      for (let i = 0; i < 50 && !(last instanceof ServerError); i++) {
+        requests = 0;
+        last = await client.raw("GET", `/apis/${ns}.unavailable.opkit.dev/v1`).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        if (!(last instanceof ServerError)) await new Promise((r) => setTimeout(r, 200));
+      }
+      assert.ok(last instanceof ServerError, `expected 503, got ${String(last)}`);
+      assert.equal(last.code, 503);
+      assert.equal(requests, 2, "a safe request is retried (here once) before the error is raised");
+    } finally {
+      await client.close();
+      await env.client.delete(APIServices, name);
+    }
   });
 });
