@@ -6,6 +6,7 @@ import type { KubeObject } from "../client/types.ts";
 import { Backoff } from "./backoff.ts";
 import { Store, OWNER_INDEX } from "./store.ts";
 import { diffRelist } from "./informer.ts";
+import { watchTimeoutSeconds } from "./reflector.ts";
 
 const cm = (
   ns: string,
@@ -124,6 +125,25 @@ describe("diffRelist", () => {
         assert.deepEqual(upds.sort(), changed.map(keyOf).sort());
       }),
       { numRuns: 300 },
+    );
+  });
+});
+
+describe("watch timeouts", () => {
+  it("are spread over [5, 10) minutes", () => {
+    assert.equal(
+      watchTimeoutSeconds(300, () => 0),
+      300,
+    );
+    assert.equal(
+      watchTimeoutSeconds(300, () => 0.999999),
+      599,
+    );
+    fc.assert(
+      fc.property(fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }), (r) => {
+        const t = watchTimeoutSeconds(300, () => r);
+        return t >= 300 && t < 600;
+      }),
     );
   });
 });

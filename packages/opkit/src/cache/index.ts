@@ -15,7 +15,13 @@ export {
   type InformerHealth,
   type InformerOptions,
 } from "./informer.ts";
-export { Reflector, stripManagedFields, type ReflectorOptions, type ReflectorState } from "./reflector.ts";
+export {
+  Reflector,
+  stripManagedFields,
+  watchTimeoutSeconds,
+  type ReflectorOptions,
+  type ReflectorState,
+} from "./reflector.ts";
 export {
   Store,
   NAMESPACE_INDEX,

@@ -54,6 +54,11 @@ export interface ReflectorSink<T extends KubeObject> {
 
 const INITIAL_EVENTS_END = "k8s.io/initial-events-end";
 
+/** A watch timeout in [min, 2·min) seconds (client-go: [5, 10) minutes), so reconnects spread out. */
+export function watchTimeoutSeconds(minSeconds: number, random: () => number = Math.random): number {
+  return Math.floor(minSeconds * (1 + random()));
+}
+
 export function stripManagedFields<T extends KubeObject>(obj: T): T {
   if (obj.metadata.managedFields) delete obj.metadata.managedFields;
   return obj;
@@ -108,8 +113,7 @@ export class Reflector<T extends KubeObject> {
 
   /** Random in [min, 2·min) seconds, so thousands of clients do not reconnect together. */
   private watchTimeoutSeconds(): number {
-    const min = this.opts.minWatchTimeoutSeconds ?? 300;
-    return Math.floor(min * (1 + this.random()));
+    return watchTimeoutSeconds(this.opts.minWatchTimeoutSeconds ?? 300, this.random);
   }
 
   private async run(): Promise<void> {

@@ -93,4 +93,27 @@ describe("Transport retries", () => {
       await srv.close();
     }
   });
+
+  it("spaces requests by the optional client-side rate limit (qps 10, burst 2)", async () => {
+    const srv = await scripted([200]);
+    let clock = 0;
+    const sleeps: number[] = [];
+    const t = await Transport.create(kubeConfig(srv.url), {
+      qps: 10,
+      burst: 2,
+      now: () => clock,
+      sleep: async (ms) => {
+        sleeps.push(Math.round(ms));
+        clock += ms;
+      },
+    });
+    try {
+      for (let i = 0; i < 5; i++) await t.request({ method: "GET", path: "/x" });
+      assert.equal(srv.hits(), 5);
+      assert.deepEqual(sleeps, [100, 100, 100], "the burst passes at once; then one request per 100 ms");
+    } finally {
+      await t.close();
+      await srv.close();
+    }
+  });
 });

@@ -48,8 +48,10 @@ export interface TransportOptions {
   /** Client-side rate limit in requests per second (off by default, as in controller-runtime ≥ 0.21). */
   qps?: number;
   burst?: number;
-  /** Sleep used for retry delays; injectable for tests. */
+  /** Sleep used for retry delays and the rate limit; injectable for tests. */
   sleep?: (ms: number) => Promise<void>;
+  /** Monotonic milliseconds for the rate limit (default performance.now); injectable for tests. */
+  now?: () => number;
 }
 
 const defaultSleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -69,7 +71,11 @@ export class Transport {
     this.basePath = new URL(server).pathname.replace(/\/$/, "");
     this.options = options;
     this.limiter = options.qps
-      ? new TokenBucket(options.qps, options.burst ?? Math.ceil(options.qps))
+      ? new TokenBucket(
+          options.qps,
+          options.burst ?? Math.ceil(options.qps),
+          options.now ?? (() => performance.now()),
+        )
       : undefined;
   }
 
@@ -239,17 +245,20 @@ export function retryDelayMs(attempt: number, retryAfterSeconds: number | undefi
 /** A plain token bucket for the optional client-side rate limit. */
 class TokenBucket {
   private tokens: number;
-  private last = performance.now();
+  private last: number;
   private readonly qps: number;
   private readonly burst: number;
-  constructor(qps: number, burst: number) {
+  private readonly now: () => number;
+  constructor(qps: number, burst: number, now: () => number) {
     this.qps = qps;
     this.burst = burst;
     this.tokens = burst;
+    this.now = now;
+    this.last = now();
   }
   async take(sleep: (ms: number) => Promise<void>): Promise<void> {
     for (;;) {
-      const now = performance.now();
+      const now = this.now();
       this.tokens = Math.min(this.burst, this.tokens + ((now - this.last) / 1000) * this.qps);
       this.last = now;
       if (this.tokens >= 1) {
