@@ -12,7 +12,6 @@ import {
   KWOK_VERSION,
   binDir,
   buildControlPlane,
-  releaseDir,
   type BuildProgress,
   type ComponentName,
 } from "opkit/testenv";
@@ -185,7 +184,6 @@ export function envCommand(): Command {
     .description("print the directory of the built binaries")
     .action(() => {
       console.log(binDir());
-      void releaseDir;
     });
 
   return env;

@@ -101,3 +101,21 @@ export const CustomResourceDefinitions: KindRef<CustomResourceDefinition> = kind
   "apiextensions.k8s.io/v1",
   "CustomResourceDefinition",
 );
+
+/** An rbac.authorization.k8s.io/v1 PolicyRule. */
+export interface PolicyRule {
+  apiGroups?: string[];
+  resources?: string[];
+  verbs: string[];
+  resourceNames?: string[];
+  nonResourceURLs?: string[];
+}
+
+/**
+ * An RBAC rule an operator needs beyond what its watches imply, with an optional scope hint. Extra rules
+ * name resources, not kinds, so their scope is unknown: without `namespaced: true` they go into the
+ * ClusterRole (the safe default for e.g. Nodes).
+ */
+export interface ExtraPolicyRule extends PolicyRule {
+  namespaced?: boolean;
+}

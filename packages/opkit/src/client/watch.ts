@@ -15,12 +15,16 @@ export async function* parseWatchStream<T extends KubeObject>(
   let buffered = "";
   for await (const chunk of body) {
     buffered += typeof chunk === "string" ? chunk : decoder.write(chunk as Buffer);
+    // Walk the lines by index and cut the buffer once per chunk: slicing after every line would copy the
+    // rest of a large chunk (an initial list of thousands of objects) once per object.
+    let start = 0;
     let nl: number;
-    while ((nl = buffered.indexOf("\n")) >= 0) {
-      const line = buffered.slice(0, nl).trim();
-      buffered = buffered.slice(nl + 1);
+    while ((nl = buffered.indexOf("\n", start)) >= 0) {
+      const line = buffered.slice(start, nl).trim();
+      start = nl + 1;
       if (line) yield decodeEvent<T>(line, request);
     }
+    buffered = buffered.slice(start);
   }
   buffered += decoder.end();
   const rest = buffered.trim();

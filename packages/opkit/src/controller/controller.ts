@@ -49,8 +49,8 @@ type MapFn<S extends KubeObject> = (obj: S) => Request[];
 interface Watch {
   kind: KindRef;
   predicates: Predicate[];
-  /** Keys for an event on this object. */
-  map: (obj: KubeObject, deps: ControllerDeps) => Promise<Request[]> | Request[];
+  /** Keys for an event on this object; `forNamespaced` is the scope of the reconciled kind. */
+  map: (obj: KubeObject, forNamespaced: boolean) => Request[];
 }
 
 export class ControllerConfigError extends Error {
@@ -118,18 +118,21 @@ export class Controller<T extends KubeObject = KubeObject> {
       onError: (err) =>
         deps.logger.warn({ controller: this.name, err: String(err) }, "could not record event"),
     });
+    // The reconciled kind's scope decides the key of an owned child's owner; look it up once, not per event.
+    const forNamespaced = (await deps.client.mapping(this.forKind)).namespaced;
     for (const w of this.watches) {
       const informer = deps.cache.informer(w.kind);
       const enqueue = (kind: EventKind, obj: KubeObject, old: KubeObject | undefined, low: boolean): void => {
         if (!w.predicates.every((p) => allows(p, kind, obj, old))) return;
-        void Promise.resolve(w.map(obj, deps)).then(
-          (reqs) => {
-            for (const r of reqs)
-              this.queue?.add(requestKey(r), { priority: low ? PRIORITY_LOW : PRIORITY_NORMAL });
-          },
-          (err: unknown) =>
-            deps.logger.error({ controller: this.name, err: String(err) }, "event mapping failed"),
-        );
+        let reqs: Request[];
+        try {
+          reqs = w.map(obj, forNamespaced);
+        } catch (err) {
+          deps.logger.error({ controller: this.name, err: String(err) }, "event mapping failed");
+          return;
+        }
+        for (const r of reqs)
+          this.queue?.add(requestKey(r), { priority: low ? PRIORITY_LOW : PRIORITY_NORMAL });
       };
       informer.addEventHandler({
         onAdd: (obj, initial) => enqueue("create", obj, undefined, initial),
@@ -342,18 +345,17 @@ export class ControllerBuilder<T extends KubeObject = KubeObject> {
       ...this.owned.map((o) => ({
         kind: o.kind,
         predicates: [...this.globalPredicates, ...o.predicates],
-        map: async (obj: KubeObject, deps: ControllerDeps): Promise<Request[]> => {
+        map: (obj: KubeObject, forNamespaced: boolean): Request[] => {
           const ref = obj.metadata.ownerReferences?.find((r) => r.controller);
           if (!ref || ref.kind !== forKind.kind || groupOf(ref.apiVersion) !== groupOf(forKind.apiVersion))
             return [];
-          const m = await deps.client.mapping(forKind);
-          return [{ namespace: m.namespaced ? obj.metadata.namespace : undefined, name: ref.name }];
+          return [{ namespace: forNamespaced ? obj.metadata.namespace : undefined, name: ref.name }];
         },
       })),
       ...this.watched.map((w) => ({
         kind: w.kind,
         predicates: [...this.globalPredicates, ...w.predicates],
-        map: w.map,
+        map: (obj: KubeObject) => w.map(obj),
       })),
     ];
     return new Controller<T>({

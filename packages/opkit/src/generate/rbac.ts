@@ -5,23 +5,9 @@
  */
 import type { KindRef, KubeObject } from "../client/types.ts";
 import type { ResourceMapping } from "../client/mapping.ts";
+import type { ExtraPolicyRule, PolicyRule } from "../client/builtins.ts";
 
-/** An rbac.authorization.k8s.io/v1 PolicyRule. */
-export interface PolicyRule {
-  apiGroups?: string[];
-  resources?: string[];
-  verbs: string[];
-  resourceNames?: string[];
-  nonResourceURLs?: string[];
-}
-
-/**
- * An extra rule with an optional scope hint. Extra rules name resources, not kinds, so their scope is
- * unknown: without `namespaced: true` they go into the ClusterRole (the safe default for e.g. Nodes).
- */
-export interface ExtraPolicyRule extends PolicyRule {
-  namespaced?: boolean;
-}
+export type { ExtraPolicyRule, PolicyRule };
 
 /** What RBAC needs to know about a kind: its API group, plural resource and scope. */
 export interface ResolvedKind {

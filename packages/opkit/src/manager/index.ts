@@ -34,4 +34,4 @@ export {
   type StoppedLeadingInfo,
 } from "./leaderelection.ts";
 export { Manager, type ManagerOptions, type LeaderElectionOptions, type ListenAddress } from "./manager.ts";
-export { defineOperator, runOperator, type OperatorDefinition, type ExtraRule } from "./operator.ts";
+export { defineOperator, runOperator, type OperatorDefinition } from "./operator.ts";

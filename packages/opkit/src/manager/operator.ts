@@ -3,18 +3,10 @@
  * by `runOperator` at run time and by `opkit generate` to derive CRDs, RBAC and deployment manifests,
  * so the two can never disagree.
  */
-import type { KindRef } from "../client/types.ts";
+import type { ExtraPolicyRule } from "../client/builtins.ts";
+import type { KindRef, KubeObject } from "../client/types.ts";
 import type { Controller } from "../controller/controller.ts";
-import type { KubeObject } from "../client/types.ts";
 import { Manager, type ManagerOptions } from "./manager.ts";
-
-/** An RBAC rule a controller needs beyond what its watches imply (e.g. to read Nodes it never caches). */
-export interface ExtraRule {
-  apiGroups: string[];
-  resources: string[];
-  verbs: string[];
-  resourceNames?: string[];
-}
 
 export interface OperatorDefinition {
   /** DNS-label name: the Deployment, ServiceAccount, Lease and field manager are named after it. */
@@ -29,7 +21,8 @@ export interface OperatorDefinition {
   kinds: readonly KindRef[];
   /** Factories, so that each Manager (tests, `opkit run`) gets fresh controller instances. */
   controllers: readonly (() => Controller<KubeObject>)[];
-  extraRules?: readonly ExtraRule[];
+  /** RBAC rules beyond what the controllers' watches imply (e.g. reading Nodes it never caches). */
+  extraRules?: readonly ExtraPolicyRule[];
   /** Restrict caches to one namespace (least privilege: Roles instead of ClusterRoles). */
   watchNamespace?: string;
 }

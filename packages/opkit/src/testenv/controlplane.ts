@@ -216,7 +216,7 @@ export class ControlPlane {
         say(`${c} healthy (${((Date.now() - t) / 1000).toFixed(1)}s)`);
       }
       say(`creating ${nodes} nodes`);
-      await this.createNodes(state, nodes, opts.healthTimeoutMs ?? 90_000);
+      await this.createNodes(nodes, opts.healthTimeoutMs ?? 90_000);
       await this.waitForDefaultServiceAccount(opts.healthTimeoutMs ?? 90_000);
     } catch (err) {
       await this.down();
@@ -510,7 +510,7 @@ export class ControlPlane {
     }
   }
 
-  private async createNodes(s: EnvState, count: number, timeoutMs: number): Promise<void> {
+  private async createNodes(count: number, timeoutMs: number): Promise<void> {
     const client = await this.client();
     try {
       const Nodes = kindRef<KubeObject & { status?: { conditions?: { type: string; status: string }[] } }>(
@@ -556,7 +556,6 @@ export class ControlPlane {
     } finally {
       await client.close();
     }
-    void s;
   }
 
   /** Pods cannot be created in a namespace until its `default` ServiceAccount exists. */
