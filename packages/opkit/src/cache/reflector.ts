@@ -56,7 +56,8 @@ const INITIAL_EVENTS_END = "k8s.io/initial-events-end";
 
 /** A watch timeout in [min, 2·min) seconds (client-go: [5, 10) minutes), so reconnects spread out. */
 export function watchTimeoutSeconds(minSeconds: number, random: () => number = Math.random): number {
-  return Math.floor(minSeconds * (1 + random()));
+  // min + floor(min·r), not floor(min·(1 + r)): the latter rounds up to 2·min for r just below 1.
+  return minSeconds + Math.floor(minSeconds * random());
 }
 
 export function stripManagedFields<T extends KubeObject>(obj: T): T {
