@@ -22,39 +22,22 @@ import {
 import { kindRef, type KubeObject } from "./types.ts";
 import { Deployments, type Deployment } from "./builtins.ts";
 import { useTestEnv, type TestEnv } from "../testenv/testing.ts";
+import Type from "typebox";
+import { defineKind } from "../api/kind.ts";
+import { crdFor } from "../generate/crd.ts";
 
 type ConfigMap = KubeObject & { data?: Record<string, string> };
 const ConfigMaps = kindRef<ConfigMap>("v1", "ConfigMap");
 const group = `w${Date.now().toString(36)}.test.opkit.dev`;
-const Widgets = kindRef<KubeObject & { spec?: { size?: number } }>(`${group}/v1`, "Widget");
-
-const widgetCrd: KubeObject = {
-  apiVersion: "apiextensions.k8s.io/v1",
-  kind: "CustomResourceDefinition",
-  metadata: { name: `widgets.${group}` },
-  spec: {
-    group,
-    scope: "Namespaced",
-    names: { plural: "widgets", singular: "widget", kind: "Widget", listKind: "WidgetList" },
-    versions: [
-      {
-        name: "v1",
-        served: true,
-        storage: true,
-        subresources: { status: {} },
-        schema: {
-          openAPIV3Schema: {
-            type: "object",
-            properties: {
-              spec: { type: "object", properties: { size: { type: "integer", minimum: 1 } } },
-              status: { type: "object", properties: { ready: { type: "boolean" } } },
-            },
-          },
-        },
-      },
-    ],
-  },
-} as KubeObject;
+// Test kinds are defined the way operators define theirs: the CRD comes from the definition.
+const Widgets = defineKind({
+  group,
+  version: "v1",
+  kind: "Widget",
+  spec: Type.Object({ size: Type.Integer({ minimum: 1 }) }),
+  status: Type.Object({ ready: Type.Optional(Type.Boolean()) }),
+});
+const widgetCrd = crdFor(Widgets) as unknown as KubeObject;
 
 async function impersonating(
   env: TestEnv,

@@ -11,7 +11,11 @@ import { NotFoundError } from "../client/errors.ts";
 import { kindRef, type KubeObject } from "../client/types.ts";
 import { applyOwned } from "../helpers/apply.ts";
 import { manageError, manageSuccess, RetryTracker } from "../helpers/errors.ts";
-import { getCondition, type Condition } from "../helpers/conditions.ts";
+import { getCondition } from "../helpers/conditions.ts";
+import Type from "typebox";
+import { defineKind, type ObjectOf } from "../api/kind.ts";
+import { conditions } from "../api/k8s.ts";
+import { crdFor } from "../generate/crd.ts";
 import { Manager } from "../manager/manager.ts";
 import { eventually } from "../testenv/eventually.ts";
 import { useTestEnv, type TestEnv } from "../testenv/testing.ts";
@@ -22,31 +26,20 @@ import { requeueAfter, TerminalError } from "./reconcile.ts";
 type ConfigMap = KubeObject & { data?: Record<string, string> };
 const ConfigMaps = kindRef<ConfigMap>("v1", "ConfigMap");
 const Secrets = kindRef<KubeObject & { data?: Record<string, string> }>("v1", "Secret");
-type Gadget = KubeObject & {
-  spec?: { size?: number };
-  status?: { observedGeneration?: number; conditions?: Condition[] };
-};
 const group = `g${Date.now().toString(36)}.test.opkit.dev`;
-const Gadgets = kindRef<Gadget>(`${group}/v1`, "Gadget");
-const gadgetCrd = {
-  apiVersion: "apiextensions.k8s.io/v1",
-  kind: "CustomResourceDefinition",
-  metadata: { name: `gadgets.${group}` },
-  spec: {
-    group,
-    scope: "Namespaced",
-    names: { plural: "gadgets", singular: "gadget", kind: "Gadget", listKind: "GadgetList" },
-    versions: [
-      {
-        name: "v1",
-        served: true,
-        storage: true,
-        subresources: { status: {} },
-        schema: { openAPIV3Schema: { type: "object", "x-kubernetes-preserve-unknown-fields": true } },
-      },
-    ],
-  },
-} as KubeObject;
+// Test kinds are defined the way operators define theirs: the CRD comes from the definition.
+const Gadgets = defineKind({
+  group,
+  version: "v1",
+  kind: "Gadget",
+  spec: Type.Object({ size: Type.Integer() }),
+  status: Type.Object({
+    observedGeneration: Type.Optional(Type.Integer()),
+    conditions: Type.Optional(conditions()),
+  }),
+});
+type Gadget = ObjectOf<typeof Gadgets>;
+const gadgetCrd = crdFor(Gadgets) as unknown as KubeObject;
 
 async function managerFor(env: TestEnv, ns: string, client?: KubeClient): Promise<Manager> {
   return Manager.create({
