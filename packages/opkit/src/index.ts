@@ -12,6 +12,7 @@ export * from "./clock/index.ts";
 export * from "./cache/index.ts";
 export * from "./queue/index.ts";
 export * from "./api/index.ts";
+export * from "./events/index.ts";
 export * from "./helpers/index.ts";
 export * from "./children/index.ts";
 export * from "./logging/index.ts";

@@ -52,7 +52,7 @@ export async function projectObjects(
     image: opts.image ?? op.image ?? `${op.name}:latest`,
     replicas: opts.replicas ?? 1,
     rbac,
-    crds: crdsFor(defs) as unknown as KubeObject[],
+    crds: crdsFor(defs),
   });
 }
 

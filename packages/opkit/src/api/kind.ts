@@ -232,7 +232,7 @@ export function defineKind<Spec extends TSchema, Status extends TSchema | undefi
     validate,
     new: build,
   };
-  return Object.freeze(definition) as KindDefinition<Spec, Status>;
+  return Object.freeze(definition);
 }
 
 /** Several versions of one kind, exactly one of them the storage version. */
@@ -333,7 +333,7 @@ function schemaIssues(schema: TSchema, value: unknown, root: string): Validation
   let errors: TypeBoxError[];
   try {
     Settings.Set({ maxErrors: Math.max(previous, MAX_ERRORS) });
-    errors = [...Value.Errors(schema, value)] as unknown as TypeBoxError[];
+    errors = [...Value.Errors(schema, value)];
   } finally {
     Settings.Set({ maxErrors: previous });
   }

@@ -74,8 +74,7 @@ export class Cache {
         clock: this.opts.clock,
       });
       inf.onError = this.opts.onError;
-      for (const ix of this.indexers)
-        if (ix.kind === kindKey(kind)) inf.addIndex(ix.name, ix.fn as IndexFunc<T>);
+      for (const ix of this.indexers) if (ix.kind === kindKey(kind)) inf.addIndex(ix.name, ix.fn);
       this.informers.set(key, inf as unknown as Informer<KubeObject>);
       if (this.started) inf.start();
     }

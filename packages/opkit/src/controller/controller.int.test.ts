@@ -19,7 +19,7 @@ import { crdFor } from "../generate/crd.ts";
 import { Manager } from "../manager/manager.ts";
 import { eventually } from "../testenv/eventually.ts";
 import { useTestEnv, type TestEnv } from "../testenv/testing.ts";
-import { controller } from "./controller.ts";
+import { controller } from "./builder.ts";
 import { generationChanged } from "./predicates.ts";
 import { requeueAfter, TerminalError } from "./reconcile.ts";
 
@@ -235,7 +235,7 @@ describe("controllers against opkit env", () => {
       kind: "Gadget",
       metadata: { name: "huge", namespace: ns },
       spec: { size: 99 },
-    } as Gadget);
+    });
     await new Promise((r) => setTimeout(r, 4_000));
     const g = await env.client.get(Gadgets, "huge", { namespace: ns });
     const ready = getCondition(g.status?.conditions, "Ready");

@@ -7,16 +7,18 @@
 import { randomUUID } from "node:crypto";
 import type { Cache } from "../cache/cache.ts";
 import type { KubeClient } from "../client/client.ts";
-import { groupOf, objectKey, type KindRef, type KubeObject } from "../client/types.ts";
+import { objectKey, type KindRef, type KubeObject } from "../client/types.ts";
 import { realClock, type Clock } from "../clock/index.ts";
-import { EventRecorder } from "../helpers/events.ts";
+import { EventRecorder } from "../events/recorder.ts";
 import type { Logger } from "../logging/index.ts";
 import { reconcileLogger } from "../logging/index.ts";
 import type { Metrics, ReconcileMetrics, ReconcileOutcome } from "../metrics/index.ts";
 import { defaultControllerRateLimiter, type RateLimiter } from "../queue/ratelimiter.ts";
 import { PRIORITY_LOW, PRIORITY_NORMAL, WorkQueue } from "../queue/workqueue.ts";
-import { allows, type EventKind, type Predicate } from "./predicates.ts";
+import { allows, type EventKind } from "./predicates.ts";
+import type { Watch } from "./handlers.ts";
 import {
+  ControllerConfigError,
   ReconcileTimeoutError,
   TerminalError,
   keyToRequest,
@@ -42,22 +44,6 @@ export interface ControllerDeps {
   logger: Logger;
   metrics?: Metrics;
   clock?: Clock;
-}
-
-type MapFn<S extends KubeObject> = (obj: S) => Request[];
-
-interface Watch {
-  kind: KindRef;
-  predicates: Predicate[];
-  /** Keys for an event on this object; `forNamespaced` is the scope of the reconciled kind. */
-  map: (obj: KubeObject, forNamespaced: boolean) => Request[];
-}
-
-export class ControllerConfigError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "ControllerConfigError";
-  }
 }
 
 export class Controller<T extends KubeObject = KubeObject> {
@@ -260,116 +246,4 @@ export class Controller<T extends KubeObject = KubeObject> {
 
 function errorText(err: unknown): string {
   return err instanceof Error ? (err.stack ?? err.message) : String(err);
-}
-
-// ---- the builder --------------------------------------------------------------------------------
-
-export interface ForOptions<T extends KubeObject> {
-  predicates?: Predicate<T>[];
-}
-
-/**
- * `controller("name").for(Kind).owns(Child).watches(Other, map).withOptions({...}).reconcile(fn)`.
- */
-export class ControllerBuilder<T extends KubeObject = KubeObject> {
-  private readonly name: string;
-  private forKind: KindRef<T> | undefined;
-  private forPredicates: Predicate<T>[] = [];
-  private readonly owned: { kind: KindRef; predicates: Predicate[] }[] = [];
-  private readonly watched: { kind: KindRef; map: MapFn<KubeObject>; predicates: Predicate[] }[] = [];
-  private options: ControllerOptions = {};
-  private globalPredicates: Predicate[] = [];
-
-  constructor(name: string) {
-    if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(name)) {
-      throw new ControllerConfigError(`controller name "${name}" must be lowercase letters, digits and '-'`);
-    }
-    this.name = name;
-  }
-
-  for<U extends KubeObject>(kind: KindRef<U>, opts: ForOptions<U> = {}): ControllerBuilder<U> {
-    const self = this as unknown as ControllerBuilder<U>;
-    if (self.forKind) throw new ControllerConfigError(`controller ${this.name}: for() may be called once`);
-    self.forKind = kind;
-    self.forPredicates = opts.predicates ?? [];
-    return self;
-  }
-
-  /** Children whose controller owner reference points at a `for` object wake that object. */
-  owns<C extends KubeObject>(kind: KindRef<C>, opts: { predicates?: Predicate<C>[] } = {}): this {
-    this.owned.push({ kind, predicates: (opts.predicates ?? []) as Predicate[] });
-    return this;
-  }
-
-  /** Any kind, mapped to any number of keys (e.g. a Secret to every object that references it). */
-  watches<S extends KubeObject>(
-    kind: KindRef<S>,
-    map: MapFn<S>,
-    opts: { predicates?: Predicate<S>[] } = {},
-  ): this {
-    this.watched.push({
-      kind,
-      map: map as MapFn<KubeObject>,
-      predicates: (opts.predicates ?? []) as Predicate[],
-    });
-    return this;
-  }
-
-  /** Predicates applied to every watch of this controller. */
-  withPredicates(...ps: Predicate[]): this {
-    this.globalPredicates.push(...ps);
-    return this;
-  }
-
-  withOptions(opts: ControllerOptions): this {
-    if (
-      opts.maxConcurrent !== undefined &&
-      (!Number.isInteger(opts.maxConcurrent) || opts.maxConcurrent < 1)
-    ) {
-      throw new ControllerConfigError(`controller ${this.name}: maxConcurrent must be a whole number ≥ 1`);
-    }
-    this.options = { ...this.options, ...opts };
-    return this;
-  }
-
-  reconcile(fn: Reconciler): Controller<T> {
-    const forKind = this.forKind;
-    if (!forKind)
-      throw new ControllerConfigError(`controller ${this.name}: call for(Kind) before reconcile()`);
-    const watches: Watch[] = [
-      {
-        kind: forKind,
-        predicates: [...this.globalPredicates, ...(this.forPredicates as Predicate[])],
-        map: (obj) => [{ namespace: obj.metadata.namespace, name: obj.metadata.name ?? "" }],
-      },
-      ...this.owned.map((o) => ({
-        kind: o.kind,
-        predicates: [...this.globalPredicates, ...o.predicates],
-        map: (obj: KubeObject, forNamespaced: boolean): Request[] => {
-          const ref = obj.metadata.ownerReferences?.find((r) => r.controller);
-          if (!ref || ref.kind !== forKind.kind || groupOf(ref.apiVersion) !== groupOf(forKind.apiVersion))
-            return [];
-          return [{ namespace: forNamespaced ? obj.metadata.namespace : undefined, name: ref.name }];
-        },
-      })),
-      ...this.watched.map((w) => ({
-        kind: w.kind,
-        predicates: [...this.globalPredicates, ...w.predicates],
-        map: (obj: KubeObject) => w.map(obj),
-      })),
-    ];
-    return new Controller<T>({
-      name: this.name,
-      forKind,
-      ownedKinds: this.owned.map((o) => o.kind),
-      watchedKinds: this.watched.map((w) => w.kind),
-      watches,
-      reconciler: fn,
-      options: this.options,
-    });
-  }
-}
-
-export function controller(name: string): ControllerBuilder {
-  return new ControllerBuilder(name);
 }

@@ -1,18 +1,13 @@
 /**
- * controller — the builder (for / owns / watches / predicates), predicates, the reconcile contract
- * (results, TerminalError) and the worker loop over the workqueue.
+ * controller — the builder (for / owns / watches / predicates), the event handlers that turn events into
+ * keys, predicates, the reconcile contract (results, TerminalError) and the worker loop over the
+ * workqueue.
  *
- * It uses the queue, the cache and the client; the manager starts it. It knows nothing about leader
- * election or HTTP servers.
+ * It uses the queue, the cache, the client and the event recorder; the manager starts it. It knows
+ * nothing about leader election or HTTP servers.
  */
-export {
-  Controller,
-  ControllerBuilder,
-  ControllerConfigError,
-  controller,
-  type ControllerDeps,
-  type ControllerOptions,
-  type ForOptions,
-} from "./controller.ts";
+export { Controller, type ControllerDeps, type ControllerOptions } from "./controller.ts";
+export { ControllerBuilder, controller, type ForOptions } from "./builder.ts";
+export { enqueueForObject, enqueueForOwner, enqueueMapped, type MapFn } from "./handlers.ts";
 export * from "./predicates.ts";
 export * from "./reconcile.ts";

@@ -12,7 +12,8 @@ import {
   or,
   resourceVersionChanged,
 } from "./predicates.ts";
-import { controller, ControllerConfigError } from "./controller.ts";
+import { controller } from "./builder.ts";
+import { ControllerConfigError } from "./reconcile.ts";
 import { keyToRequest, requestKey } from "./reconcile.ts";
 
 const obj = (meta: Partial<KubeObject["metadata"]>): KubeObject => ({

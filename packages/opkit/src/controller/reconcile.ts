@@ -6,7 +6,7 @@
 import type { KubeClient } from "../client/client.ts";
 import type { Cache } from "../cache/cache.ts";
 import type { Logger } from "../logging/index.ts";
-import type { EventRecorder } from "../helpers/events.ts";
+import type { EventRecorder } from "../events/recorder.ts";
 
 export interface Request {
   namespace?: string;
@@ -26,6 +26,14 @@ export class TerminalError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = "TerminalError";
+  }
+}
+
+/** A controller was declared or started wrongly (bad name, missing for(), start before setup). */
+export class ControllerConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ControllerConfigError";
   }
 }
 

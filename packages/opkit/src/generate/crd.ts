@@ -134,7 +134,7 @@ function isRecord(value: unknown): value is Json {
 function ordered(out: Json): JSONSchemaProps {
   const result: Json = {};
   for (const key of KEY_ORDER) if (out[key] !== undefined) result[key] = out[key];
-  return result as JSONSchemaProps;
+  return result;
 }
 
 /**
@@ -333,7 +333,7 @@ function convertObject(ctx: Ctx, path: string, node: Json, out: Json): void {
     delete out.additionalProperties;
     out["x-kubernetes-preserve-unknown-fields"] = true;
   } else if (additional !== undefined) {
-    if (props !== undefined && Object.keys(props as Json).length > 0)
+    if (props !== undefined && Object.keys(props).length > 0)
       fail(
         ctx,
         path,

@@ -18,7 +18,8 @@ import { useTestEnv, type TestEnv } from "../testenv/testing.ts";
 import { eventually } from "../testenv/eventually.ts";
 import { rbacFor, resolverFromClient, type PolicyRule } from "./rbac.ts";
 import { manifestsFor, writeKustomize } from "./manifests.ts";
-import { ensureHelm, helmTemplate, writeHelmChart } from "./helm.ts";
+import { writeHelmChart } from "./helm.ts";
+import { ensureHelm, helmTemplate } from "../testenv/helm.ts";
 
 const script = fileURLToPath(new URL("../manager/testdata/copy-operator.ts", import.meta.url));
 const ConfigMaps = kindRef("v1", "ConfigMap");
@@ -200,7 +201,10 @@ describe("generated manifests", () => {
     });
     const copy = await copyOf(env, ns, "a");
     const managers = copy?.metadata.managedFields?.map((m) => m.manager);
-    assert.ok(managers?.includes("copy-operator"), `written by the operator (managers: ${managers})`);
+    assert.ok(
+      managers?.includes("copy-operator"),
+      `written by the operator (managers: ${managers?.join(", ")})`,
+    );
     const denied = op.output.filter((l) => /forbidden/i.test(l));
     assert.deepEqual(denied, [], "no permission errors with the generated RBAC");
   });
@@ -250,7 +254,7 @@ describe("generated manifests", () => {
       const fromKustomize: KubeObject[] = [];
       for (const f of kustomization.resources) {
         for (const d of parseAllDocuments(await readFile(join(dir, "config", f), "utf8")))
-          fromKustomize.push(d.toJS());
+          fromKustomize.push(d.toJS() as KubeObject);
       }
       // A different release namespace must not matter: the chart's namespace comes from values.
       const rendered = await helmTemplate(helm, join(dir, "chart"), {

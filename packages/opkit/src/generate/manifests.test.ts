@@ -192,7 +192,7 @@ test("kustomize and helm layouts are complete and re-running changes nothing", a
     "templates/service.yaml",
     "values.yaml",
   ]);
-  const values = parseAllDocuments(h1.get("values.yaml")!)[0]!.toJS();
+  const values = parseAllDocuments(h1.get("values.yaml")!)[0]!.toJS() as unknown;
   assert.deepEqual(values, {
     image: "ghcr.io/example/copy-op:v1.2.3",
     replicas: 1,

@@ -146,7 +146,7 @@ export { c, ref };
         "--skipLibCheck",
         join(dir, "use.ts"),
       ]).catch((err: { stdout?: string }) =>
-        assert.fail(`tsc failed:\n${err.stdout ?? String(err)}\n${src}`),
+        assert.fail(`tsc failed:\n${err.stdout ?? JSON.stringify(err)}\n${src}`),
       );
     } finally {
       await rm(dir, { recursive: true, force: true });

@@ -10,7 +10,7 @@ import { NotFoundError } from "../client/errors.ts";
 import { objectKey, type KubeObject } from "../client/types.ts";
 import { realClock, type Clock } from "../clock/index.ts";
 import { setCondition, type Condition } from "./conditions.ts";
-import type { EventRecorder } from "./events.ts";
+import type { EventRecorder } from "../events/recorder.ts";
 import { updateStatusIfChanged } from "./status.ts";
 
 export interface RetryTrackerOptions {

@@ -14,7 +14,7 @@ import { useTestEnv, type TestEnv } from "../testenv/testing.ts";
 import { applyOwned, createOrUpdate } from "./apply.ts";
 import { getCondition, type Condition } from "./conditions.ts";
 import { RetryTracker, manageError, manageSuccess } from "./errors.ts";
-import { EventRecorder, EventsV1, type EventV1 } from "./events.ts";
+import { EventRecorder, EventsV1, type EventV1 } from "../events/recorder.ts";
 import { ensureFinalizer, handleFinalizer, hasFinalizer } from "./finalizers.ts";
 import { OwnerReferenceError, getControllerOf, setControllerReferenceAsync } from "./ownerrefs.ts";
 import { updateStatusIfChanged } from "./status.ts";
@@ -147,7 +147,7 @@ describe("helpers against opkit env", () => {
         kind: "ConfigMap",
         metadata: { name: "child", namespace: ns },
         data: { a: "1" },
-      } as ConfigMap,
+      },
       { fieldManager: "helpers-test" },
     );
     assert.equal(getControllerOf(child)?.uid, parent.metadata.uid);

@@ -11,7 +11,6 @@ export * from "./conditions.ts";
 export * from "./ownerrefs.ts";
 export * from "./finalizers.ts";
 export * from "./status.ts";
-export * from "./events.ts";
 export * from "./errors.ts";
 export * from "./apply.ts";
 export { jsonEqual, mergePatchDiff, type JsonValue } from "./json.ts";

@@ -38,7 +38,7 @@ class MemoryLeases {
         check();
         if (this.lease) throw new ConflictError(409, { reason: "AlreadyExists" }, req);
         this.lease = {
-          ...clone(obj as Lease),
+          ...clone(obj),
           metadata: { ...obj.metadata, resourceVersion: String(++this.rv) },
         };
         this.writes++;
@@ -51,7 +51,7 @@ class MemoryLeases {
           throw new ConflictError(409, { reason: "Conflict" }, req);
         }
         this.lease = {
-          ...clone(obj as Lease),
+          ...clone(obj),
           metadata: { ...obj.metadata, resourceVersion: String(++this.rv) },
         };
         this.writes++;

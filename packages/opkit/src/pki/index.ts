@@ -42,7 +42,7 @@ export interface CertificateRequest {
 }
 
 async function newKeys(): Promise<CryptoKeyPair> {
-  return (await webcrypto.subtle.generateKey(ALG, true, ["sign", "verify"])) as CryptoKeyPair;
+  return await webcrypto.subtle.generateKey(ALG, true, ["sign", "verify"]);
 }
 
 async function privateKeyPem(key: CryptoKey): Promise<string> {

@@ -67,7 +67,7 @@ describe("opkit env control plane", () => {
       kind: "Deployment",
       metadata: { name: "web", namespace: ns },
       spec: { replicas: 2, selector: { matchLabels: labels }, template: podTemplate(labels) },
-    } as Obj);
+    });
     await eventually("2 Running pods", async () => {
       const pods = await env.client.list(Pods, { namespace: ns, labelSelector: "app=web" });
       return pods.items.filter((p) => p.status?.phase === "Running").length === 2;
@@ -86,13 +86,12 @@ describe("opkit env control plane", () => {
   });
 
   it("completes a Job, and fails one whose pod simulates a non-zero exit code", async () => {
-    const job = (name: string, annotations: Record<string, string>): Obj =>
-      ({
-        apiVersion: "batch/v1",
-        kind: "Job",
-        metadata: { name, namespace: ns },
-        spec: { backoffLimit: 0, template: podTemplate({ job: name }, annotations, "Never") },
-      }) as Obj;
+    const job = (name: string, annotations: Record<string, string>): Obj => ({
+      apiVersion: "batch/v1",
+      kind: "Job",
+      metadata: { name, namespace: ns },
+      spec: { backoffLimit: 0, template: podTemplate({ job: name }, annotations, "Never") },
+    });
     await env.client.create(job("ok", {}));
     await env.client.create(job("bad", { [SIMULATE_EXIT_CODE_ANNOTATION]: "3" }));
     const condition = (
@@ -120,7 +119,7 @@ describe("opkit env control plane", () => {
       kind: "Deployment",
       metadata: { name: "x", namespace: name },
       spec: { replicas: 1, selector: { matchLabels: labels }, template: podTemplate(labels) },
-    } as Obj);
+    });
     await eventually(
       "pod running",
       async () => (await env.client.list(Pods, { namespace: name })).items.length === 1,
@@ -137,18 +136,15 @@ describe("opkit env control plane", () => {
   });
 
   it("keeps every object across a kube-apiserver restart, and compaction makes old watches 410", async () => {
-    const first = await env.client.create({
-      apiVersion: "v1",
-      kind: "ConfigMap",
-      metadata: { name: "before", namespace: ns },
-    } as Obj);
+    const before: Obj = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "before", namespace: ns } };
+    const first = await env.client.create(before);
     const oldRv = first.metadata.resourceVersion;
     for (let i = 0; i < 5; i++) {
       await env.client.create({
         apiVersion: "v1",
         kind: "ConfigMap",
         metadata: { name: `more-${i}`, namespace: ns },
-      } as Obj);
+      });
     }
     const beforeList = await env.client.list(ConfigMaps, { namespace: ns });
 

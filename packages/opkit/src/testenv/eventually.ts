@@ -19,7 +19,7 @@ export async function eventually<T>(
     }
     if (Date.now() > deadline)
       throw new Error(
-        `timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ""}`,
+        `timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${last instanceof Error ? last.message : JSON.stringify(last)}` : ""}`,
       );
     await new Promise((r) => setTimeout(r, intervalMs));
   }

@@ -4,7 +4,7 @@ import { NotFoundError } from "../client/errors.ts";
 import type { KubeObject } from "../client/types.ts";
 import { FakeClock } from "../clock/index.ts";
 import { microTime } from "../client/types.ts";
-import { EventRecorder, type EventSeries, type EventSink, type EventV1 } from "./events.ts";
+import { EventRecorder, type EventSeries, type EventSink, type EventV1 } from "./recorder.ts";
 
 /** Records what the recorder would send to the API server, and can be told to fail. */
 class FakeSink implements EventSink {
