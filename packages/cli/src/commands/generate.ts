@@ -8,7 +8,7 @@ import { Command } from "commander";
 import { existsSync } from "node:fs";
 import { readFile, readdir, stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { KubeClient, NotFoundError, type KubeObject, type OperatorDefinition } from "opkit";
+import { KubeClient, NotFoundError, offlineContext, type KubeObject, type OperatorDefinition } from "opkit";
 import type { KindDefinition } from "opkit";
 import {
   builtinResolver,
@@ -38,7 +38,7 @@ export async function projectObjects(
   const rbac = await rbacFor({
     name: op.name,
     namespace,
-    controllers: op.controllers.map((make) => make()),
+    controllers: op.controllers.map((make) => make(offlineContext(op))),
     extraRules: op.extraRules,
     leaderElection: true,
     watchNamespace: op.watchNamespace,

@@ -7,6 +7,7 @@ import { existsSync } from "node:fs";
 import { mkdir, readFile, readdir, writeFile } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { defaultPlural } from "opkit";
 import {
   SCAFFOLD_CONTROLLERS,
   SCAFFOLD_IMPORTS,
@@ -63,13 +64,6 @@ export function checkKind(v: string): string {
     );
   }
   return v;
-}
-
-/** English plural as Kubernetes tools form it for most kinds (Policy → policies, Ingress → ingresses). */
-export function plural(lower: string): string {
-  if (/(s|x|z|ch|sh)$/.test(lower)) return `${lower}es`;
-  if (/[^aeiou]y$/.test(lower)) return `${lower.slice(0, -1)}ies`;
-  return `${lower}s`;
 }
 
 /** How a new project depends on opkit: the checkout this CLI runs from, else the published version. */
@@ -138,7 +132,7 @@ export async function createApi(
     version: opts.version,
     kind: opts.kind,
     lower,
-    plural: plural(lower),
+    plural: defaultPlural(opts.kind),
     clusterScoped: Boolean(opts.clusterScoped),
   };
   const kindFile = join("src", "api", k.version, `${lower}.ts`);

@@ -6,6 +6,7 @@ import type { Static, TSchema } from "typebox";
 import { Settings } from "typebox/system";
 import { Value } from "typebox/value";
 import type { KindRef, KubeObject, ObjectMeta } from "../client/types.ts";
+import { registerKind, type KindScope } from "../client/scopes.ts";
 import type { CelRule } from "./k8s.ts";
 
 export type PrinterColumnType = "integer" | "string" | "boolean" | "number" | "date";
@@ -28,8 +29,6 @@ export interface ScaleSubresource {
   statusReplicasPath: string;
   labelSelectorPath?: string;
 }
-
-export type KindScope = "Namespaced" | "Cluster";
 
 export interface KindOptions<Spec extends TSchema, Status extends TSchema | undefined> {
   group: string;
@@ -232,6 +231,7 @@ export function defineKind<Spec extends TSchema, Status extends TSchema | undefi
     validate,
     new: build,
   };
+  registerKind(definition, { resource: definition.plural, scope: definition.scope });
   return Object.freeze(definition);
 }
 

@@ -88,7 +88,7 @@ describe("Store", () => {
   it("replace swaps content and indexes at once and returns the old content", () => {
     const s = new Store<KubeObject>();
     s.upsert(cm("a", "old", "1"));
-    const old = s.replace([cm("a", "new", "2")]);
+    const { old } = s.replace([cm("a", "new", "2")]);
     assert.deepEqual([...old.keys()], ["a/old"]);
     assert.deepEqual(
       s.list({ namespace: "a" }).map((o) => o.metadata.name),

@@ -1,84 +1,211 @@
 /**
- * The Cache: one shared informer per (kind, namespace, selectors, metadata-only) no matter how many
- * controllers read or watch that kind, with per-kind defaults (namespace scoping, selectors,
- * transform, metadata-only), custom field indexes, a sync wait that names what did not sync and why,
- * and read-your-writes help.
+ * The Cache: one shared informer per (kind, namespaces, selectors, metadata-only) no matter how many
+ * controllers read or watch that kind, with per-kind options keyed by kind references (namespaces,
+ * selectors, transform, metadata-only), custom field indexes, a sync wait that names what did not sync
+ * and why, and read-your-writes help.
+ *
+ * Reads are synchronous and never lie: a kind whose informer has not synced throws CacheNotSyncedError
+ * (the controller requeues such a reconcile once it has), and a namespace outside the kind's scope is
+ * an error naming the scope, never an empty answer.
  */
-import type { KubeClient } from "../client/client.ts";
-import type { KindRef, KubeObject } from "../client/types.ts";
-import type { Clock } from "../clock/index.ts";
-import { Informer, SyncTimeoutError, type InformerHealth } from "./informer.ts";
+import type { DeepReadonly, KindRef, KubeObject } from "../client/types.ts";
+import { kindScope } from "../client/scopes.ts";
+import { realClock, type Clock, type TimerHandle } from "../clock/index.ts";
+import { Informer, SyncTimeoutError, type InformerHealth, type SharedInformer } from "./informer.ts";
+import { MultiNamespaceInformer } from "./multinamespace.ts";
+import type { ListWatcher } from "./reflector.ts";
 import type { IndexFunc, StoreListOptions } from "./store.ts";
+
+/** controller-runtime's default resync period: 10 hours (each informer jitters it by ±10%). */
+export const DEFAULT_RESYNC_PERIOD_MS = 10 * 60 * 60 * 1000;
 
 export interface KindCacheOptions<T extends KubeObject = KubeObject> {
   /** Watch only this namespace (least privilege: a Role instead of a ClusterRole suffices). */
   namespace?: string;
+  /** Watch these namespaces (one informer each, read as one cache). */
+  namespaces?: readonly string[];
   labelSelector?: string;
   fieldSelector?: string;
-  /** Keep only metadata (PartialObjectMetadata). */
+  /** Keep only metadata (PartialObjectMetadata), stamped with the kind's apiVersion and kind. */
   metadataOnly?: boolean;
-  /** Applied to each object before it is stored; the default drops metadata.managedFields. */
-  transform?: (obj: T) => T;
+  /** Applied to each object before it is stored (and frozen); the default drops metadata.managedFields. */
+  transform?(obj: T): T;
+}
+
+/** Cache options of one kind, named by its reference (so a typo is a compile error, not silence). */
+export interface KindCacheEntry<T extends KubeObject = KubeObject> extends KindCacheOptions<T> {
+  kind: KindRef<T>;
+}
+
+/** Typed cache options for a kind: `cacheKind(ConfigMaps, { labelSelector: "copy=yes" })`. */
+export function cacheKind<T extends KubeObject>(
+  kind: KindRef<T>,
+  opts: KindCacheOptions<T>,
+): KindCacheEntry<T> {
+  return { ...opts, kind };
 }
 
 export interface CacheOptions {
-  /** Per-kind defaults, keyed `"<apiVersion>/<kind>"`, e.g. `"v1/Secret"` or `"apps/v1/Deployment"`. */
-  kinds?: Record<string, KindCacheOptions>;
-  /** Scope every kind without its own namespace to this namespace. */
+  /** Per-kind options. A kind may appear once. */
+  kinds?: readonly KindCacheEntry[];
+  /** Scope every namespaced kind without its own scope to this namespace. */
   namespace?: string;
+  /** Scope every namespaced kind without its own scope to these namespaces. */
+  namespaces?: readonly string[];
+  /** Re-deliver cached objects this often (default 10 h, ±10% jitter; 0 disables). */
   resyncPeriodMs?: number;
   streamingList?: boolean;
+  /** How long a watch may stay silent before it is reopened (default 75 s; see ReflectorOptions). */
+  progressDeadlineMs?: number;
   clock?: Clock;
   /** Told once per kind about list/watch failures (the manager logs them). */
   onError?: (err: unknown, kind: string) => void;
 }
 
-function kindKey(kind: KindRef): string {
+/** Wrong cache options (a kind configured twice, both namespace and namespaces, ...). */
+export class CacheConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "CacheConfigError";
+  }
+}
+
+/** A read named a namespace this kind is not cached in: the cache cannot answer it. */
+export class NamespaceNotCachedError extends Error {
+  readonly kind: string;
+  readonly namespace: string;
+  readonly scope: readonly string[];
+  constructor(kind: string, namespace: string | undefined, scope: readonly string[]) {
+    super(
+      `${kind} is cached only in namespace${scope.length > 1 ? "s" : ""} ${scope.join(", ")}; ` +
+        `a read ${namespace === undefined ? "across all namespaces" : `in "${namespace}"`} cannot be answered from it ` +
+        `(add the namespace to the cache options, or read it with the client)`,
+    );
+    this.name = "NamespaceNotCachedError";
+    this.kind = kind;
+    this.namespace = namespace ?? "";
+    this.scope = scope;
+  }
+}
+
+function kindKey(kind: Pick<KindRef, "apiVersion" | "kind">): string {
   return `${kind.apiVersion}/${kind.kind}`;
 }
 
+function kindName(kind: KindRef): string {
+  return `${kind.kind}.${kind.apiVersion}`;
+}
+
+/** A namespace-or-list option as a sorted list (empty: all namespaces). */
+function scopeOf(o: { namespace?: string; namespaces?: readonly string[] }, what: string): string[] {
+  if (o.namespace !== undefined && o.namespaces !== undefined)
+    throw new CacheConfigError(`${what}: set either namespace or namespaces, not both`);
+  const list = o.namespaces ?? (o.namespace !== undefined ? [o.namespace] : []);
+  if (list.some((n) => !n)) throw new CacheConfigError(`${what}: namespaces must not be empty strings`);
+  return [...new Set(list)].sort();
+}
+
 export class Cache {
-  readonly client: KubeClient;
+  readonly client: ListWatcher;
   private readonly opts: CacheOptions;
-  private readonly informers = new Map<string, Informer<KubeObject>>();
+  private readonly clock: Clock;
+  private readonly kindOptionsByKey = new Map<string, KindCacheOptions>();
+  private readonly informers = new Map<string, SharedInformer<KubeObject>>();
   private readonly indexers: { kind: string; name: string; fn: IndexFunc<KubeObject> }[] = [];
   private started = false;
 
-  constructor(client: KubeClient, opts: CacheOptions = {}) {
+  constructor(client: ListWatcher, opts: CacheOptions = {}) {
     this.client = client;
     this.opts = opts;
+    this.clock = opts.clock ?? realClock;
+    scopeOf(opts, "cache options");
+    for (const entry of opts.kinds ?? []) {
+      const key = kindKey(entry.kind);
+      if (this.kindOptionsByKey.has(key))
+        throw new CacheConfigError(
+          `cache options name ${kindName(entry.kind)} twice: merge them into one entry`,
+        );
+      const { kind: _kind, ...rest } = entry;
+      scopeOf(rest, `cache options of ${kindName(entry.kind)}`);
+      this.kindOptionsByKey.set(key, rest);
+    }
   }
 
-  /** The options a kind is cached with: its own, else the cache-wide namespace. */
+  /**
+   * The options a kind is cached with: its own, else the cache-wide namespaces (which apply only to
+   * namespaced kinds: a cluster-scoped kind is always cached cluster-wide).
+   */
   kindOptions<T extends KubeObject>(kind: KindRef<T>): KindCacheOptions<T> {
-    const own = (this.opts.kinds?.[kindKey(kind)] ?? {}) as unknown as KindCacheOptions<T>;
-    return { namespace: this.opts.namespace, ...own };
+    const own = this.kindOptionsByKey.get(kindKey(kind)) as KindCacheOptions<T> | undefined;
+    if (own && (own.namespace !== undefined || own.namespaces !== undefined)) return { ...own };
+    if (kindScope(kind) === "Cluster") return { ...own };
+    return { namespace: this.opts.namespace, namespaces: this.opts.namespaces, ...own };
+  }
+
+  /** The namespaces a kind is cached in (empty: all). */
+  scopeOf(kind: KindRef): string[] {
+    return scopeOf(this.kindOptions(kind), kindName(kind));
   }
 
   /** The shared informer for a kind (created on first use; started if the cache runs). */
-  informer<T extends KubeObject>(kind: KindRef<T>, override?: KindCacheOptions<T>): Informer<T> {
-    const o = { ...this.kindOptions(kind), ...override };
-    const key = [
+  informer<T extends KubeObject>(kind: KindRef<T>, override?: KindCacheOptions<T>): SharedInformer<T> {
+    const o = override ? { ...this.kindOptions(kind), ...override } : this.kindOptions(kind);
+    if (override?.namespace !== undefined) delete o.namespaces;
+    if (override?.namespaces !== undefined) delete o.namespace;
+    const namespaces = scopeOf(o, kindName(kind));
+    const key = this.informerKey(kind, namespaces, o);
+    let inf = this.informers.get(key) as SharedInformer<T> | undefined;
+    if (inf) return inf;
+    const make = (namespace: string | undefined): Informer<T> => {
+      const i = new Informer<T>(this.client, kind, {
+        namespace,
+        labelSelector: o.labelSelector,
+        fieldSelector: o.fieldSelector,
+        metadataOnly: o.metadataOnly,
+        transform: o.transform?.bind(o),
+        resyncPeriodMs: this.opts.resyncPeriodMs ?? DEFAULT_RESYNC_PERIOD_MS,
+        streamingList: this.opts.streamingList,
+        progressDeadlineMs: this.opts.progressDeadlineMs,
+        clock: this.opts.clock,
+      });
+      i.onError = this.opts.onError;
+      return i;
+    };
+    inf =
+      namespaces.length > 1
+        ? new MultiNamespaceInformer(kind, new Map(namespaces.map((n) => [n, make(n)])))
+        : make(namespaces[0]);
+    for (const ix of this.indexers) if (ix.kind === kindKey(kind)) inf.addIndex(ix.name, ix.fn);
+    this.informers.set(key, inf);
+    if (this.started) inf.start();
+    return inf;
+  }
+
+  /**
+   * Stop and drop the informer of a kind (with the same options as `informer`), e.g. when a controller
+   * no longer needs a kind it watched. Its handlers are dropped with it. Returns whether one existed.
+   */
+  async removeInformer<T extends KubeObject>(
+    kind: KindRef<T>,
+    override?: KindCacheOptions<T>,
+  ): Promise<boolean> {
+    const o = override ? { ...this.kindOptions(kind), ...override } : this.kindOptions(kind);
+    const key = this.informerKey(kind, scopeOf(o, kindName(kind)), o);
+    const inf = this.informers.get(key);
+    if (!inf) return false;
+    this.informers.delete(key);
+    await inf.stop();
+    return true;
+  }
+
+  private informerKey(kind: KindRef, namespaces: string[], o: KindCacheOptions): string {
+    return [
       kindKey(kind),
-      o.namespace ?? "",
+      namespaces.join(","),
       o.labelSelector ?? "",
       o.fieldSelector ?? "",
       o.metadataOnly ? "m" : "",
     ].join("|");
-    let inf = this.informers.get(key) as Informer<T> | undefined;
-    if (!inf) {
-      inf = new Informer<T>(this.client, kind, {
-        ...o,
-        resyncPeriodMs: this.opts.resyncPeriodMs,
-        streamingList: this.opts.streamingList,
-        clock: this.opts.clock,
-      });
-      inf.onError = this.opts.onError;
-      for (const ix of this.indexers) if (ix.kind === kindKey(kind)) inf.addIndex(ix.name, ix.fn);
-      this.informers.set(key, inf as unknown as Informer<KubeObject>);
-      if (this.started) inf.start();
-    }
-    return inf;
   }
 
   /** Register a field index for a kind: `indexField(Pods, "spec.nodeName", p => [p.spec.nodeName])`. */
@@ -89,16 +216,35 @@ export class Cache {
     }
   }
 
+  /**
+   * The cached object, or undefined when it does not exist. Throws CacheNotSyncedError while the
+   * kind's cache is still filling (the first read of a kind starts its informer), and
+   * NamespaceNotCachedError for a namespace outside the kind's scope.
+   */
   get<T extends KubeObject>(
     kind: KindRef<T>,
     name: string,
     opts: { namespace?: string } = {},
-  ): T | undefined {
+  ): DeepReadonly<T> | undefined {
+    this.checkScope(kind, opts.namespace);
     return this.informer(kind).get(opts.namespace, name);
   }
 
-  list<T extends KubeObject>(kind: KindRef<T>, opts: StoreListOptions = {}): T[] {
+  /** Cached objects; same errors as `get`. Without a namespace: every cached namespace. */
+  list<T extends KubeObject>(kind: KindRef<T>, opts: StoreListOptions = {}): DeepReadonly<T>[] {
+    this.checkScope(kind, opts.namespace);
     return this.informer(kind).list(opts);
+  }
+
+  /**
+   * A read in a namespace outside the kind's cached namespaces is an error. A read without a namespace
+   * is a cluster-scoped get, or a list of everything cached (as controller-runtime's scoped caches do).
+   */
+  private checkScope(kind: KindRef, namespace: string | undefined): void {
+    if (namespace === undefined) return;
+    const scope = this.scopeOf(kind);
+    if (scope.length > 0 && !scope.includes(namespace))
+      throw new NamespaceNotCachedError(kindName(kind), namespace, scope);
   }
 
   start(): void {
@@ -116,7 +262,7 @@ export class Cache {
   }
 
   health(): InformerHealth[] {
-    return [...this.informers.values()].map((i) => i.health());
+    return [...this.informers.values()].flatMap((i) => i.health());
   }
 
   /**
@@ -124,48 +270,49 @@ export class Cache {
    * why (a Forbidden list names the verb, resource and identity) instead of a bare timeout.
    */
   async waitForSync(timeoutMs = 120_000): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<"timeout">((r) => (timer = setTimeout(() => r("timeout"), timeoutMs)));
-    try {
-      const all = Promise.all([...this.informers.values()].map((i) => i.waitForSync()));
-      if ((await Promise.race([all, timeout])) !== "timeout") return;
-    } finally {
-      clearTimeout(timer);
-    }
-    const pending = [...this.informers.values()].filter((i) => !i.hasSynced()).map((i) => i.health());
+    const all = Promise.all([...this.informers.values()].map((i) => i.waitForSync()));
+    if ((await this.raceTimeout(all, timeoutMs)) !== TIMED_OUT) return;
+    const pending = this.health().filter((h) => !h.synced);
     throw new SyncTimeoutError(
       pending.map((h) => h.kind),
       pending.map(
         (h) =>
-          `${h.kind}: ${h.forbidden ? `forbidden: ${h.forbidden}` : (h.lastError ?? `still ${h.state}`)}`,
+          `${h.kind}${h.namespace ? ` in ${h.namespace}` : ""}: ${h.forbidden ? `forbidden: ${h.forbidden}` : (h.lastError ?? `still ${h.state}`)}`,
       ),
     );
   }
 
-  /** Read-your-writes: wait until the kind's informer has seen the resourceVersion a write returned. */
+  /**
+   * Read-your-writes: wait until the kind's cache has seen the resourceVersion a write returned (pass
+   * the written object's namespace when the kind is cached per namespace).
+   */
   async waitForResourceVersion<T extends KubeObject>(
     kind: KindRef<T>,
     resourceVersion: string,
-    timeoutMs = 30_000,
+    opts: { namespace?: string; timeoutMs?: number } = {},
   ): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
+    const timeoutMs = opts.timeoutMs ?? 30_000;
+    const seen = this.informer(kind).waitForResourceVersion(resourceVersion, opts.namespace);
+    if ((await this.raceTimeout(seen, timeoutMs)) === TIMED_OUT)
+      throw new Error(
+        `cache for ${kindName(kind)} did not reach resourceVersion ${resourceVersion} within ${timeoutMs} ms`,
+      );
+  }
+
+  /** `p`, or TIMED_OUT after `ms` on the cache's clock. */
+  private async raceTimeout<R>(p: Promise<R>, ms: number): Promise<R | typeof TIMED_OUT> {
+    let timer: TimerHandle | undefined;
     try {
-      await Promise.race([
-        this.informer(kind).waitForResourceVersion(resourceVersion),
-        new Promise((_, reject) => {
-          timer = setTimeout(
-            () =>
-              reject(
-                new Error(
-                  `cache for ${kindKey(kind)} did not reach resourceVersion ${resourceVersion} within ${timeoutMs} ms`,
-                ),
-              ),
-            timeoutMs,
-          );
-        }),
+      return await Promise.race([
+        p,
+        new Promise<typeof TIMED_OUT>(
+          (resolve) => (timer = this.clock.setTimeout(() => resolve(TIMED_OUT), ms)),
+        ),
       ]);
     } finally {
-      clearTimeout(timer);
+      if (timer !== undefined) this.clock.clearTimeout(timer);
     }
   }
 }
+
+const TIMED_OUT = Symbol("timed out");

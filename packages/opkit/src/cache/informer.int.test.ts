@@ -1,16 +1,18 @@
 /**
  * The informer against the real control plane: the cache stays exactly equal to the live list through
- * an apiserver restart, an etcd compaction (410 on resume), dropped connections and a write burst,
- * without duplicate deletes or a reconnect storm.
+ * an apiserver restart, an etcd compaction (410 on resume), dropped and frozen connections on both watch
+ * paths and a write burst, delivering each change once with resourceVersions only moving forward;
+ * cached objects cannot be edited; a read of a kind that has not synced never answers "not found".
  */
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { KubeConfig } from "@kubernetes/client-node";
 import { KubeClient } from "../client/client.ts";
 import { kindRef, objectKey, type KubeObject } from "../client/types.ts";
+import { setControllerReference } from "../helpers/ownerrefs.ts";
 import { useTestEnv, type TestEnv } from "../testenv/testing.ts";
-import { Cache } from "./cache.ts";
-import { SyncTimeoutError } from "./informer.ts";
+import { Cache, NamespaceNotCachedError, cacheKind } from "./cache.ts";
+import { CacheNotSyncedError, SyncTimeoutError, type SharedInformer } from "./informer.ts";
 import { eventually } from "../testenv/eventually.ts";
 
 type ConfigMap = KubeObject & { data?: Record<string, string> };
@@ -19,6 +21,47 @@ const Secrets = kindRef<KubeObject>("v1", "Secret");
 
 async function inBatches<T>(items: T[], size: number, fn: (item: T) => Promise<unknown>): Promise<void> {
   for (let i = 0; i < items.length; i += size) await Promise.all(items.slice(i, i + size).map(fn));
+}
+
+/** What handlers saw: per object, the resourceVersions delivered (adds and updates), and deletes. */
+interface Seen {
+  rvs: Map<string, bigint[]>;
+  deletes: Map<string, number>;
+}
+
+function track(informer: SharedInformer<ConfigMap>): Seen {
+  const seen: Seen = { rvs: new Map(), deletes: new Map() };
+  const note = (o: { metadata: { namespace?: string; name?: string; resourceVersion?: string } }): void => {
+    const key = objectKey(o);
+    seen.rvs.set(key, [...(seen.rvs.get(key) ?? []), BigInt(o.metadata.resourceVersion ?? "0")]);
+  };
+  informer.addEventHandler({
+    onAdd: (o) => note(o),
+    onUpdate: (_old, o, resync) => (resync ? undefined : note(o)),
+    onDelete: (o) => void seen.deletes.set(objectKey(o), (seen.deletes.get(objectKey(o)) ?? 0) + 1),
+  });
+  return seen;
+}
+
+function assertForwardOnly(seen: Seen): void {
+  for (const [key, rvs] of seen.rvs)
+    for (let i = 1; i < rvs.length; i++)
+      assert.ok(
+        (rvs[i] ?? 0n) > (rvs[i - 1] ?? 0n),
+        `${key}: resourceVersions only move forward (${rvs.join(" → ")})`,
+      );
+  for (const [key, n] of seen.deletes) assert.equal(n, 1, `${key} reported deleted once`);
+}
+
+async function createConfigMaps(env: TestEnv, ns: string, names: string[]): Promise<void> {
+  await inBatches(names, 25, (name) =>
+    env.client.create<ConfigMap>({
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name, namespace: ns },
+      data: { v: "0" },
+    }),
+  );
 }
 
 describe("informer cache against opkit env", () => {
@@ -30,25 +73,18 @@ describe("informer cache against opkit env", () => {
     await env?.cleanup();
   });
 
-  it("stays equal to the live list through restart, compaction, dropped connections and a write burst", async (t) => {
-    const ns = await env.namespace("informer");
-    const names = Array.from({ length: 500 }, (_, i) => `cm-${String(i).padStart(3, "0")}`);
-    await inBatches(names, 25, (name) =>
-      env.client.create<ConfigMap>({
-        apiVersion: "v1",
-        kind: "ConfigMap",
-        metadata: { name, namespace: ns },
-        data: { v: "0" },
-      }),
-    );
-
-    // The informer's client goes through a TCP proxy the test can cut.
+  /** A cache whose client goes through a TCP proxy the test can cut or freeze. */
+  async function proxiedCache(
+    t: { after(fn: () => Promise<void>): void },
+    ns: string,
+    opts: { streamingList?: boolean } = {},
+  ) {
     const { proxy, kubeConfig } = await env.apiserverProxy();
-    let watchRequests = 0;
+    const counts = { watches: 0 };
     const client = await KubeClient.fromKubeConfig(kubeConfig, {
-      onRequest: (e) => (e.watch ? watchRequests++ : undefined),
+      onRequest: (e) => (e.watch ? counts.watches++ : undefined),
     });
-    const cache = new Cache(client, { kinds: { "v1/ConfigMap": { namespace: ns } } });
+    const cache = new Cache(client, { kinds: [cacheKind(ConfigMaps, { namespace: ns })], ...opts });
     // Stop everything even when an assertion fails, or the open watch keeps the test process alive.
     t.after(async () => {
       await cache.stop();
@@ -56,28 +92,81 @@ describe("informer cache against opkit env", () => {
       await proxy.close();
     });
     const informer = cache.informer(ConfigMaps);
-    const deletes = new Map<string, number>();
-    informer.addEventHandler({
-      onDelete: (o) => deletes.set(objectKey(o), (deletes.get(objectKey(o)) ?? 0) + 1),
-    });
-    cache.start();
-    await cache.waitForSync(60_000);
-
     const live = async (): Promise<Map<string, string>> => {
       const l = await env.client.listAll(ConfigMaps, { namespace: ns, limit: 200 });
       return new Map(l.items.map((c) => [objectKey(c), c.metadata.resourceVersion ?? ""]));
     };
     const cached = (): Map<string, string> =>
       new Map(informer.list().map((c) => [objectKey(c), c.metadata.resourceVersion ?? ""]));
-    const converged = async (what: string): Promise<void> => {
+    const converged = async (what: string, timeoutMs?: number): Promise<void> => {
       let lastLive = new Map<string, string>();
-      await eventually(what, async () => {
-        lastLive = await live();
-        const c = cached();
-        return c.size === lastLive.size && [...lastLive].every(([k, v]) => c.get(k) === v);
-      });
+      await eventually(
+        what,
+        async () => {
+          lastLive = await live();
+          const c = cached();
+          return c.size === lastLive.size && [...lastLive].every(([k, v]) => c.get(k) === v);
+        },
+        timeoutMs,
+      );
       assert.deepEqual(cached(), lastLive);
     };
+    return { proxy, client, cache, informer, counts, converged };
+  }
+
+  for (const streamingList of [false, true]) {
+    const path = streamingList ? "streaming list + watch" : "paged list + plain watch";
+    it(`${path}: a watch cut mid-stream resumes, each change delivered once, resourceVersions only forward`, async (t) => {
+      const ns = await env.namespace("resume");
+      const names = Array.from({ length: 50 }, (_, i) => `cm-${String(i).padStart(2, "0")}`);
+      await createConfigMaps(env, ns, names);
+      const { proxy, cache, informer, converged } = await proxiedCache(t, ns, { streamingList });
+      const seen = track(informer);
+      cache.start();
+      await cache.waitForSync(60_000);
+
+      // 150 updates while the connection is cut twice in the middle of the stream: the first cut
+      // lands on the watch that follows the list (the streaming one on that path), the second on the
+      // plain watch that resumed after it.
+      let writes = 0;
+      const update = async (i: number): Promise<void> => {
+        await env.client.patch(
+          ConfigMaps,
+          names[i % names.length] ?? "",
+          { data: { v: String(i) } },
+          {
+            namespace: ns,
+            type: "merge",
+          },
+        );
+        writes++;
+      };
+      for (let i = 0; i < 150; i++) {
+        await update(i);
+        if (i === 50 || i === 100) {
+          // Wait until the informer is mid-way through what was written, then cut.
+          await eventually("events flowing", () => informer.list().some((c) => c.data?.v === String(i - 5)));
+          proxy.dropAll();
+        }
+      }
+      await converged("after two cuts");
+      assertForwardOnly(seen);
+      const updates = [...seen.rvs.values()].reduce((n, r) => n + r.length, 0) - names.length;
+      const health = informer.health()[0];
+      assert.equal(health?.relists, 0, "a cut watch resumes; it never relists");
+      assert.equal(updates, writes, `each of the ${writes} changes delivered exactly once (got ${updates})`);
+      t.diagnostic(`${path}: ${writes} writes, ${health?.watchRequests} watch requests`);
+    });
+  }
+
+  it("stays equal to the live list through restart, compaction, dropped connections and a write burst", async (t) => {
+    const ns = await env.namespace("informer");
+    const names = Array.from({ length: 500 }, (_, i) => `cm-${String(i).padStart(3, "0")}`);
+    await createConfigMaps(env, ns, names);
+    const { proxy, cache, informer, counts, converged } = await proxiedCache(t, ns);
+    const seen = track(informer);
+    cache.start();
+    await cache.waitForSync(60_000);
     await converged("initial sync");
     assert.equal(informer.list().filter((c) => c.metadata.name?.startsWith("cm-")).length, 500);
     assert.equal(
@@ -101,7 +190,7 @@ describe("informer cache against opkit env", () => {
 
     // 2. etcd compaction: writes elsewhere move the revision on without events for this informer, so its
     //    resume from the old resourceVersion is refused with 410 and it must relist.
-    const relistsBefore = informer.reflector.relists;
+    const relistsBefore = informer.health()[0]?.relists ?? 0;
     for (let i = 0; i < 5; i++) {
       await env.client.create({
         apiVersion: "v1",
@@ -112,7 +201,7 @@ describe("informer cache against opkit env", () => {
     await env.compact();
     await deleteSome(20, 10);
     await converged("after compaction");
-    assert.ok(informer.reflector.relists > relistsBefore, "a 410 on resume forces a relist");
+    assert.ok((informer.health()[0]?.relists ?? 0) > relistsBefore, "a 410 on resume forces a relist");
 
     // 3. a dropped connection in the middle of the watch.
     proxy.dropAll();
@@ -128,17 +217,119 @@ describe("informer cache against opkit env", () => {
     );
     await converged("after 1,000 writes");
 
-    // Every deleted object was reported deleted exactly once; nothing else was.
-    assert.deepEqual([...deletes.keys()].sort(), [...deleted].sort());
-    assert.ok(
-      [...deletes.values()].every((c) => c === 1),
-      "no duplicate deletes",
-    );
+    // Every deleted object was reported deleted exactly once; nothing else was; nothing went backwards.
+    assertForwardOnly(seen);
+    assert.deepEqual([...seen.deletes.keys()].sort(), [...deleted].sort());
     // One watch per reconnect: restart, compaction and the drop each cost a few, never a loop.
-    assert.ok(watchRequests <= 15, `watch requests bounded (got ${watchRequests})`);
-    assert.ok(watchRequests >= 4, `watches were re-opened (got ${watchRequests})`);
-    t.diagnostic(
-      `watch requests: ${watchRequests}, relists: ${informer.reflector.relists}, list requests: ${informer.reflector.listRequests}`,
+    assert.ok(counts.watches <= 15, `watch requests bounded (got ${counts.watches})`);
+    assert.ok(counts.watches >= 4, `watches were re-opened (got ${counts.watches})`);
+    t.diagnostic(`watch requests: ${counts.watches}, relists: ${informer.health()[0]?.relists}`);
+  });
+
+  it("notices a frozen connection within about a minute and resumes", async (t) => {
+    const ns = await env.namespace("frozen");
+    await createConfigMaps(env, ns, ["a"]);
+    const { proxy, cache, informer, converged } = await proxiedCache(t, ns, { streamingList: false });
+    cache.start();
+    await cache.waitForSync(30_000);
+    // The TCP connection stays up but carries nothing any more: without a progress deadline the
+    // informer would wait for the watch timeout (5-10 minutes) and serve stale data all along.
+    proxy.freezeAll();
+    const frozenAt = Date.now();
+    await env.client.patch(
+      ConfigMaps,
+      "a",
+      { data: { v: "after-freeze" } },
+      { namespace: ns, type: "merge" },
+    );
+    await eventually(
+      "the change behind the frozen connection",
+      () => informer.get(ns, "a")?.data?.v === "after-freeze",
+      120_000,
+      500,
+    );
+    const noticedS = (Date.now() - frozenAt) / 1000;
+    t.diagnostic(`frozen watch noticed and resumed after ${noticedS.toFixed(1)} s`);
+    assert.ok(
+      noticedS <= 90,
+      `noticed within the 75 s progress deadline plus a reconnect (took ${noticedS} s)`,
+    );
+    await converged("after the freeze");
+  });
+
+  it("hands out frozen objects: an edit throws and the cache and its indexes stay unchanged", async (t) => {
+    const ns = await env.namespace("frozen-objects");
+    await createConfigMaps(env, ns, ["a"]);
+    const client = await KubeClient.fromKubeconfig(env.kubeconfigPath);
+    const cache = new Cache(client, { namespace: ns });
+    t.after(async () => {
+      await cache.stop();
+      await client.close();
+    });
+    cache.informer(ConfigMaps);
+    cache.start();
+    await cache.waitForSync(30_000);
+    const cm = cache.get(ConfigMaps, "a", { namespace: ns });
+    assert.ok(cm);
+    const owner = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "o", namespace: ns, uid: "u-1" } };
+    assert.throws(() => {
+      // @ts-expect-error -- cached objects are deeply readonly: this line does not compile
+      cm.metadata.labels = { edited: "yes" };
+    }, TypeError);
+    assert.throws(
+      // @ts-expect-error -- the cached object is readonly, so it is not a valid (mutable) child
+      () => setControllerReference(owner, cm),
+      TypeError,
+      "setControllerReference on a cached object fails instead of editing the cache",
+    );
+    const again = cache.get(ConfigMaps, "a", { namespace: ns });
+    assert.equal(again?.data?.v, "0");
+    assert.equal(again?.metadata.labels, undefined);
+    assert.equal(again?.metadata.ownerReferences, undefined);
+    assert.equal(cache.list(ConfigMaps, { index: { name: "controllerOwnerUid", value: "u-1" } }).length, 0);
+    // The documented way: a mutable copy.
+    const { deepCopy } = await import("../client/types.ts");
+    const copy = deepCopy(cm);
+    copy.data = { v: "mine" };
+    setControllerReference(owner, copy);
+    assert.equal(copy.metadata.ownerReferences?.[0]?.uid, "u-1");
+    assert.equal(cache.get(ConfigMaps, "a", { namespace: ns })?.data?.v, "0");
+  });
+
+  it("a first read of a kind that has not synced throws CacheNotSyncedError, never 'not found'", async (t) => {
+    const ns = await env.namespace("unsynced");
+    await createConfigMaps(env, ns, ["exists"]);
+    const client = await KubeClient.fromKubeconfig(env.kubeconfigPath);
+    const cache = new Cache(client, { namespaces: [ns, "default"] });
+    t.after(async () => {
+      await cache.stop();
+      await client.close();
+    });
+    cache.start();
+    // The first read starts the informer: its answer must not be "undefined" for an existing object.
+    let err: unknown;
+    try {
+      cache.get(ConfigMaps, "exists", { namespace: ns });
+    } catch (e) {
+      err = e;
+    }
+    assert.ok(err instanceof CacheNotSyncedError, `a typed error, got ${String(err)}`);
+    await err.whenSynced();
+    assert.equal(cache.get(ConfigMaps, "exists", { namespace: ns })?.metadata.name, "exists");
+    // Two namespaces cached as one: lists join them, a namespace outside them is an error naming them.
+    assert.ok(cache.list(ConfigMaps).some((c) => c.metadata.namespace === ns));
+    assert.ok(
+      cache.list(ConfigMaps, { namespace: "default" }).every((c) => c.metadata.namespace === "default"),
+    );
+    assert.throws(
+      () => cache.get(ConfigMaps, "x", { namespace: "kube-system" }),
+      (e: unknown) =>
+        e instanceof NamespaceNotCachedError && /cached only in namespaces default, /.test(e.message),
+    );
+    assert.equal(
+      cache.health().filter((h) => h.kind === "ConfigMap.v1").length,
+      2,
+      "one informer per namespace",
     );
   });
 
@@ -182,10 +373,12 @@ describe("informer cache against opkit env", () => {
     await cache.waitForSync(30_000);
     assert.equal(inf.list({ index: { name: "shard", value: "1" } }).length, 40);
     assert.equal(inf.list({ labelSelector: "shard in (0,2)" }).length, 80);
-    const m = meta.get(ns, "p-1") as ConfigMap;
-    assert.equal(m.metadata.name, "p-1");
-    assert.equal(m.data, undefined, "metadata-only objects carry no data");
-    assert.equal((inf.get(ns, "p-1") as ConfigMap).data?.big?.length, 100);
+    const m = meta.get(ns, "p-1");
+    assert.equal(m?.metadata.name, "p-1");
+    assert.equal(m?.data, undefined, "metadata-only objects carry no data");
+    assert.equal(m?.apiVersion, "v1", "metadata-only objects carry the kind's apiVersion, not meta.k8s.io's");
+    assert.equal(m?.kind, "ConfigMap", "…and its kind, not PartialObjectMetadata");
+    assert.equal(inf.get(ns, "p-1")?.data?.big?.length, 100);
 
     const updated = await client.patch(
       ConfigMaps,
@@ -193,9 +386,12 @@ describe("informer cache against opkit env", () => {
       { data: { big: "new" } },
       { namespace: ns, type: "merge" },
     );
-    await cache.waitForResourceVersion(ConfigMaps, updated.metadata.resourceVersion ?? "", 10_000);
+    await cache.waitForResourceVersion(ConfigMaps, updated.metadata.resourceVersion ?? "", {
+      namespace: ns,
+      timeoutMs: 10_000,
+    });
     // The shared informer for this namespace has seen the write as soon as the wait returns.
-    assert.equal((inf.get(ns, "p-7") as ConfigMap).data?.big, "new");
+    assert.equal(inf.get(ns, "p-7")?.data?.big, "new");
   });
 
   it("reports a forbidden list once, clearly, instead of a bare sync timeout", async (t) => {
@@ -215,7 +411,7 @@ describe("informer cache against opkit env", () => {
     cache.start();
     await assert.rejects(cache.waitForSync(4_000), (err: unknown) => {
       assert.ok(err instanceof SyncTimeoutError);
-      assert.match(err.message, /Secret\.v1: forbidden/);
+      assert.match(err.message, /Secret\.v1 in default: forbidden/);
       assert.match(err.message, /opkit-nobody/);
       assert.match(err.message, /cannot (list|watch) resource "secrets"/);
       return true;

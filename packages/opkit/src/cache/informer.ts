@@ -3,30 +3,91 @@
  * and new object). Relists are diffed against the store so handlers see adds, updates and the deletes
  * that happened while the watch was down — each exactly once.
  */
-import type { KubeClient } from "../client/client.ts";
-import { objectKey, type KindRef, type KubeObject } from "../client/types.ts";
+import { objectKey, type DeepReadonly, type KindRef, type KubeObject } from "../client/types.ts";
 import { realClock, type Clock, type TimerHandle } from "../clock/index.ts";
-import { Reflector, isPermissionError, type ReflectorOptions, type ReflectorState } from "./reflector.ts";
+import {
+  Reflector,
+  isPermissionError,
+  type ListWatcher,
+  type ReflectorOptions,
+  type ReflectorState,
+} from "./reflector.ts";
 import { Store, type IndexFunc, type StoreListOptions } from "./store.ts";
 
+/**
+ * Told about every change of a kind. Objects are the cache's own, frozen: handlers must not keep
+ * expensive work here (they run on the informer's path) and may return a promise, whose rejection is
+ * reported, never thrown into the process.
+ */
 export interface EventHandler<T extends KubeObject> {
   /** `initial` is true for objects delivered by the first list (and by resyncs): low priority. */
-  onAdd?(obj: T, initial: boolean): void;
-  onUpdate?(oldObj: T, newObj: T, resync: boolean): void;
+  onAdd?(obj: DeepReadonly<T>, initial: boolean): void | Promise<void>;
+  onUpdate?(oldObj: DeepReadonly<T>, newObj: DeepReadonly<T>, resync: boolean): void | Promise<void>;
   /** The last known state of the object. After a relist this may be older than the actual deletion. */
-  onDelete?(obj: T): void;
+  onDelete?(obj: DeepReadonly<T>): void | Promise<void>;
 }
 
 export interface InformerOptions<T extends KubeObject> extends ReflectorOptions<T> {
-  /** Re-deliver every cached object as an update this often (off by default; controller-runtime: 10 h). */
+  /**
+   * Re-deliver every cached object as an update this often, with ±10% jitter (0 or undefined: never).
+   * The Cache defaults to controller-runtime's 10 hours.
+   */
   resyncPeriodMs?: number;
   clock?: Clock;
 }
 
+/** A read of a kind whose cache has not synced yet: its answer would be "not found" for objects that exist. */
+export class CacheNotSyncedError extends Error {
+  readonly kind: string;
+  /** Resolves when the cache that refused the read has synced. */
+  readonly whenSynced: () => Promise<void>;
+  constructor(kind: string, whenSynced: () => Promise<void>) {
+    super(
+      `the cache of ${kind} has not synced yet: a read now could miss existing objects (a reconcile that gets this is requeued once it syncs)`,
+    );
+    this.name = "CacheNotSyncedError";
+    this.kind = kind;
+    this.whenSynced = whenSynced;
+  }
+}
+
+/**
+ * What readers and controllers use of an informer: reads of the synced store, event handlers and
+ * sync state. One Informer implements it per scope; a cache over several namespaces joins several.
+ */
+export interface SharedInformer<T extends KubeObject> {
+  readonly kind: KindRef<T>;
+  /** Throws CacheNotSyncedError before the first list completed. */
+  get(namespace: string | undefined, name: string): DeepReadonly<T> | undefined;
+  /** Throws CacheNotSyncedError before the first list completed. */
+  list(opts?: StoreListOptions): DeepReadonly<T>[];
+  addEventHandler(h: EventHandler<T>): void;
+  removeEventHandler(h: EventHandler<T>): void;
+  addIndex(name: string, fn: IndexFunc<T>): void;
+  hasSynced(): boolean;
+  waitForSync(): Promise<void>;
+  /**
+   * Resolves once the cache has seen this resourceVersion (from a write's answer) or a later one;
+   * `namespace` names the written object's namespace where informers are split by namespace.
+   */
+  waitForResourceVersion(resourceVersion: string, namespace?: string): Promise<void>;
+  health(): InformerHealth[];
+  start(): void;
+  stop(): Promise<void>;
+}
+
 export interface InformerHealth {
   kind: string;
+  /** The namespace this informer watches (absent: all). */
+  namespace?: string;
   synced: boolean;
   state: ReflectorState;
+  /** Objects held. */
+  objects: number;
+  /** Watch requests opened so far (a reconnect loop shows here). */
+  watchRequests: number;
+  /** Lists after the first (410 Gone). */
+  relists: number;
   /** The last error, while it is not cleared by a successful list or event. */
   lastError?: string;
   /** Set when the list/watch is forbidden: the message names verb, resource and identity. */
@@ -42,10 +103,12 @@ export class SyncTimeoutError extends Error {
   }
 }
 
-export class Informer<T extends KubeObject> {
+export class Informer<T extends KubeObject> implements SharedInformer<T> {
   readonly kind: KindRef<T>;
   readonly store = new Store<T>();
   readonly reflector: Reflector<T>;
+  /** The namespace watched (undefined: all namespaces, or a cluster-scoped kind). */
+  readonly namespace: string | undefined;
   private readonly handlers: EventHandler<T>[] = [];
   private readonly clock: Clock;
   private readonly resyncPeriodMs: number | undefined;
@@ -60,10 +123,11 @@ export class Informer<T extends KubeObject> {
   /** Called on the first error of a kind and on each change of permission state (for logging). */
   onError: ((err: unknown, kind: string) => void) | undefined;
 
-  constructor(client: KubeClient, kind: KindRef<T>, opts: InformerOptions<T> = {}) {
+  constructor(client: ListWatcher, kind: KindRef<T>, opts: InformerOptions<T> = {}) {
     this.kind = kind;
     this.clock = opts.clock ?? realClock;
     this.resyncPeriodMs = opts.resyncPeriodMs;
+    this.namespace = opts.namespace;
     this.reflector = new Reflector(client, kind, this.sink(), opts);
   }
 
@@ -74,7 +138,16 @@ export class Informer<T extends KubeObject> {
   addEventHandler(h: EventHandler<T>): void {
     this.handlers.push(h);
     // A handler added after sync still learns about every object, as in client-go.
-    if (this.synced) for (const key of this.store.keys()) h.onAdd?.(this.store.getByKey(key) as T, true);
+    if (this.synced)
+      for (const key of this.store.keys()) {
+        const obj = this.store.getByKey(key);
+        if (obj) safely(() => h.onAdd?.(obj, true));
+      }
+  }
+
+  removeEventHandler(h: EventHandler<T>): void {
+    const i = this.handlers.indexOf(h);
+    if (i >= 0) this.handlers.splice(i, 1);
   }
 
   addIndex(name: string, fn: IndexFunc<T>): void {
@@ -95,14 +168,20 @@ export class Informer<T extends KubeObject> {
     return this.synced;
   }
 
-  health(): InformerHealth {
-    return {
-      kind: this.kindName,
-      synced: this.synced,
-      state: this.state,
-      lastError: this.lastError,
-      forbidden: this.forbidden,
-    };
+  health(): InformerHealth[] {
+    return [
+      {
+        kind: this.kindName,
+        namespace: this.namespace,
+        synced: this.synced,
+        state: this.state,
+        lastError: this.lastError,
+        forbidden: this.forbidden,
+        objects: this.store.size,
+        watchRequests: this.reflector.watchRequests,
+        relists: this.reflector.relists,
+      },
+    ];
   }
 
   get lastResourceVersion(): string {
@@ -126,11 +205,13 @@ export class Informer<T extends KubeObject> {
     return new Promise((resolve) => this.rvWaiters.push({ rv: target, resolve }));
   }
 
-  get(namespace: string | undefined, name: string): T | undefined {
+  get(namespace: string | undefined, name: string): DeepReadonly<T> | undefined {
+    if (!this.synced) throw new CacheNotSyncedError(this.kindName, () => this.waitForSync());
     return this.store.get(namespace, name);
   }
 
-  list(opts?: StoreListOptions): T[] {
+  list(opts?: StoreListOptions): DeepReadonly<T>[] {
+    if (!this.synced) throw new CacheNotSyncedError(this.kindName, () => this.waitForSync());
     return this.store.list(opts);
   }
 
@@ -138,8 +219,8 @@ export class Informer<T extends KubeObject> {
     return {
       replace: (items: T[], rv: string): void => {
         const initial = !this.synced;
-        const old = this.store.replace(items);
-        for (const change of diffRelist(old, items)) {
+        const { old, items: fresh } = this.store.replace(items);
+        for (const change of diffRelist(old, fresh.values())) {
           if (change.type === "add") this.emitAdd(change.obj, initial);
           else if (change.type === "update") this.emitUpdate(change.old, change.obj, false);
           else this.emitDelete(change.obj);
@@ -155,12 +236,12 @@ export class Informer<T extends KubeObject> {
         this.clearError();
         if (type === "DELETED") {
           const prev = this.store.remove(objectKey(obj));
-          this.emitDelete(prev ?? obj);
+          this.emitDelete(prev ?? (obj as DeepReadonly<T>));
           return;
         }
-        const prev = this.store.upsert(obj);
-        if (prev) this.emitUpdate(prev, obj, false);
-        else this.emitAdd(obj, false);
+        const { obj: stored, old } = this.store.upsert(obj);
+        if (old) this.emitUpdate(old, stored, false);
+        else this.emitAdd(stored, false);
       },
       progress: (rv: string): void => this.advance(rv),
       error: (err: unknown): void => {
@@ -199,35 +280,41 @@ export class Informer<T extends KubeObject> {
     this.resyncTimer = this.clock.setTimeout(() => {
       if (this.synced)
         for (const key of this.store.keys()) {
-          const obj = this.store.getByKey(key) as T;
-          this.emitUpdate(obj, obj, true);
+          const obj = this.store.getByKey(key);
+          if (obj) this.emitUpdate(obj, obj, true);
         }
       this.scheduleResync(ms);
     }, delay);
   }
 
-  private emitAdd(obj: T, initial: boolean): void {
+  private emitAdd(obj: DeepReadonly<T>, initial: boolean): void {
     for (const h of this.handlers) safely(() => h.onAdd?.(obj, initial));
   }
-  private emitUpdate(oldObj: T, newObj: T, resync: boolean): void {
+  private emitUpdate(oldObj: DeepReadonly<T>, newObj: DeepReadonly<T>, resync: boolean): void {
     for (const h of this.handlers) safely(() => h.onUpdate?.(oldObj, newObj, resync));
   }
-  private emitDelete(obj: T): void {
+  private emitDelete(obj: DeepReadonly<T>): void {
     for (const h of this.handlers) safely(() => h.onDelete?.(obj));
   }
 }
 
-/** A throwing handler must not stop the informer or the other handlers. */
-function safely(fn: () => void): void {
+/**
+ * A throwing handler, or one whose promise rejects, must stop neither the informer, nor the other
+ * handlers, nor the process (an unhandled rejection would end it).
+ */
+function safely(fn: () => void | Promise<void> | undefined): void {
   try {
-    fn();
+    const result = fn();
+    if (result && typeof result.then === "function") result.then(undefined, report);
   } catch (err) {
-    queueMicrotask(() => {
-      process.emitWarning(
-        `opkit informer event handler threw: ${err instanceof Error ? err.stack : String(err)}`,
-      );
-    });
+    report(err);
   }
+}
+
+function report(err: unknown): void {
+  process.emitWarning(
+    `opkit informer event handler failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`,
+  );
 }
 
 function toBigInt(rv: string): bigint | undefined {
@@ -241,7 +328,10 @@ export type RelistChange<T> =
  * What a relist changed compared with the store before it: new objects are adds, objects with another
  * resourceVersion updates, and objects missing from the list deletes (carrying their last known state).
  */
-export function diffRelist<T extends KubeObject>(old: Map<string, T>, items: T[]): RelistChange<T>[] {
+export function diffRelist<T extends DeepReadonly<KubeObject>>(
+  old: Map<string, T>,
+  items: Iterable<T>,
+): RelistChange<T>[] {
   const changes: RelistChange<T>[] = [];
   const fresh = new Set<string>();
   for (const obj of items) {

@@ -1,17 +1,23 @@
 /**
  * The reflector keeps a local copy of one kind in step with the API server: an explicit state machine
  *
- *   listing ──► watching ──(stream ends)──► watching (same resourceVersion)
+ *   listing ──► watching ──(stream ends or breaks)──► watching, resumed from the last event or bookmark
  *      ▲            │
  *      │        410 Gone ──► listing (relist; objects missing from it become deletes)
  *      └──── error/429 ──► backoff ──► watching (or listing, if no list succeeded yet)
  *
  * with client-go's guarantees: a paged list (or a streaming list where the server supports it) then a
- * watch from its resourceVersion with bookmarks; every event and bookmark advances the resourceVersion;
- * watch timeouts random in [5, 10) minutes; a stream silent past its timeout is treated as dead; errors
- * back off (800 ms → 30 s, reset after 2 min healthy); a Forbidden list/watch is reported once.
+ * watch from its resourceVersion with bookmarks; every delivered event and bookmark advances the resume
+ * point, so a watch that breaks mid-stream resumes where it stopped and no event is delivered twice;
+ * watch timeouts random in [5, 10) minutes; a stream without any byte for the progress deadline (the
+ * server sends a bookmark about every minute) is treated as dead; errors back off (800 ms → 30 s, reset
+ * after 2 min healthy), and so do relists that follow each other without a working watch in between; an
+ * expired continue token (410 during a paged list) falls back to one unpaged list; a Forbidden
+ * list/watch is reported once.
+ *
+ * It talks to the server only through `list` and `watch`, so tests drive it with a fake server.
  */
-import type { KubeClient } from "../client/client.ts";
+import type { ListOptions, WatchOptions } from "../client/client.ts";
 import {
   BadRequestError,
   ForbiddenError,
@@ -19,11 +25,17 @@ import {
   InvalidError,
   UnauthorizedError,
 } from "../client/errors.ts";
-import type { KindRef, KubeObject, WatchEvent } from "../client/types.ts";
+import type { KindRef, KubeList, KubeObject, WatchEvent } from "../client/types.ts";
 import { realClock, type Clock } from "../clock/index.ts";
 import { Backoff } from "./backoff.ts";
 
 export type ReflectorState = "idle" | "listing" | "watching" | "backoff" | "stopped";
+
+/** What the reflector needs of a client: list and watch (KubeClient fits; tests pass a fake server). */
+export interface ListWatcher {
+  list<T extends KubeObject>(kind: KindRef<T>, opts?: ListOptions): Promise<KubeList<T>>;
+  watch<T extends KubeObject>(kind: KindRef<T>, opts?: WatchOptions): Promise<AsyncIterable<WatchEvent<T>>>;
+}
 
 export interface ReflectorOptions<T extends KubeObject> {
   namespace?: string;
@@ -40,6 +52,12 @@ export interface ReflectorOptions<T extends KubeObject> {
   random?: () => number;
   /** Watch timeout range in seconds (default [300, 600)). */
   minWatchTimeoutSeconds?: number;
+  /**
+   * A watch that delivers no byte for this long is dead (a frozen connection, a half-open socket) and is
+   * reopened from the last resourceVersion. kube-apiserver sends a bookmark about every 60 s on an idle
+   * watch, so the default of 75 s notices a dead connection within about a minute without false alarms.
+   */
+  progressDeadlineMs?: number;
 }
 
 export interface ReflectorSink<T extends KubeObject> {
@@ -53,6 +71,7 @@ export interface ReflectorSink<T extends KubeObject> {
 }
 
 const INITIAL_EVENTS_END = "k8s.io/initial-events-end";
+export const DEFAULT_PROGRESS_DEADLINE_MS = 75_000;
 
 /** A watch timeout in [min, 2·min) seconds (client-go: [5, 10) minutes), so reconnects spread out. */
 export function watchTimeoutSeconds(minSeconds: number, random: () => number = Math.random): number {
@@ -67,23 +86,31 @@ export function stripManagedFields<T extends KubeObject>(obj: T): T {
 
 export class Reflector<T extends KubeObject> {
   readonly kind: KindRef<T>;
-  private readonly client: KubeClient;
+  private readonly client: ListWatcher;
   private readonly opts: ReflectorOptions<T>;
   private readonly sink: ReflectorSink<T>;
   private readonly clock: Clock;
   private readonly random: () => number;
   private readonly backoff: Backoff;
-  private abort = new AbortController();
+  private readonly relistBackoff: Backoff;
+  private readonly abort = new AbortController();
   private streaming: boolean;
   private running: Promise<void> | undefined;
+  /**
+   * The resume point: the resourceVersion of the last list, event or bookmark handed to the sink.
+   * Undefined until a list succeeded, and again after 410 Gone (a relist is due).
+   */
+  private resourceVersion: string | undefined;
+  /** Relists since the last watch event or bookmark: a second one in a row backs off first. */
+  private relistsInARow = 0;
   /** Watch requests opened, for tests and metrics: a reconnect loop shows up here. */
   watchRequests = 0;
   listRequests = 0;
-  /** Times the reflector had to list again after its first sync (410 Gone, or a failed resume). */
+  /** Times the reflector had to list again after its first sync (410 Gone). */
   relists = 0;
   private listedOnce = false;
 
-  constructor(client: KubeClient, kind: KindRef<T>, sink: ReflectorSink<T>, opts: ReflectorOptions<T> = {}) {
+  constructor(client: ListWatcher, kind: KindRef<T>, sink: ReflectorSink<T>, opts: ReflectorOptions<T> = {}) {
     this.client = client;
     this.kind = kind;
     this.sink = sink;
@@ -91,6 +118,7 @@ export class Reflector<T extends KubeObject> {
     this.clock = opts.clock ?? realClock;
     this.random = opts.random ?? Math.random;
     this.backoff = new Backoff({ clock: this.clock, random: this.random });
+    this.relistBackoff = new Backoff({ clock: this.clock, random: this.random });
     this.streaming = opts.streamingList ?? true;
   }
 
@@ -102,6 +130,11 @@ export class Reflector<T extends KubeObject> {
     this.abort.abort();
     await this.running;
     this.sink.state("stopped");
+  }
+
+  /** The resourceVersion the next watch resumes from (undefined while a list is due). */
+  get resumeResourceVersion(): string | undefined {
+    return this.resourceVersion;
   }
 
   private get stopped(): boolean {
@@ -118,21 +151,27 @@ export class Reflector<T extends KubeObject> {
   }
 
   private async run(): Promise<void> {
-    let rv: string | undefined;
     while (!this.stopped) {
-      const state: ReflectorState = rv === undefined ? "listing" : "watching";
+      const state: ReflectorState = this.resourceVersion === undefined ? "listing" : "watching";
       try {
-        if (rv === undefined) {
-          if (this.listedOnce) this.relists++;
+        if (this.resourceVersion === undefined) {
+          if (this.listedOnce) {
+            this.relists++;
+            // Relists in a row without a working watch between them (a 410 loop) must not spin.
+            if (this.relistsInARow++ > 0) {
+              this.sink.state("backoff");
+              await this.relistBackoff.wait(this.abort.signal);
+              if (this.stopped) break;
+            }
+          }
           this.sink.state("listing");
-          rv = this.streaming ? await this.streamingList() : await this.list();
-          if (rv === undefined) continue; // streaming refused: fall back to a list at once
+          const listed = this.streaming ? await this.streamingList() : await this.list();
+          if (!listed) continue; // streaming refused: fall back to a list at once
           this.listedOnce = true;
         } else {
           this.sink.state("watching");
           const started = this.clock.now();
-          const { resourceVersion, events } = await this.watch(rv);
-          rv = resourceVersion;
+          const events = await this.watch(this.resourceVersion);
           // A stream the server ends at once with nothing in it, over and over, must not spin.
           if (events === 0 && this.clock.now() - started < 1_000) {
             this.sink.state("backoff");
@@ -142,7 +181,7 @@ export class Reflector<T extends KubeObject> {
       } catch (err) {
         if (this.stopped) break;
         if (err instanceof GoneError) {
-          rv = undefined; // our resourceVersion is too old: relist (missing objects become deletes)
+          this.resourceVersion = undefined; // too old: relist (missing objects become deletes)
           continue;
         }
         this.sink.error(err, state);
@@ -152,60 +191,80 @@ export class Reflector<T extends KubeObject> {
     }
   }
 
-  /** Paged list; replaces the store; returns the list's resourceVersion. */
-  private async list(): Promise<string> {
+  private listOptions(): ListOptions {
+    return {
+      namespace: this.opts.namespace,
+      labelSelector: this.opts.labelSelector,
+      fieldSelector: this.opts.fieldSelector,
+      metadataOnly: this.opts.metadataOnly,
+      signal: this.abort.signal,
+    };
+  }
+
+  /**
+   * Paged list; replaces the store. A continue token that expired between pages (410) falls back to
+   * one unpaged list, as client-go's pager does, instead of starting the same paged list over.
+   */
+  private async list(): Promise<boolean> {
+    let items: T[];
+    let rv: string;
+    try {
+      ({ items, rv } = await this.pagedList(this.opts.pageSize ?? 500));
+    } catch (err) {
+      if (!(err instanceof ExpiredContinueError) || this.stopped) throw err;
+      ({ items, rv } = await this.pagedList(undefined));
+    }
+    this.sink.replace(items, rv);
+    this.resourceVersion = rv;
+    return true;
+  }
+
+  private async pagedList(limit: number | undefined): Promise<{ items: T[]; rv: string }> {
     const items: T[] = [];
     let cont: string | undefined;
     let rv = "";
     do {
       this.listRequests++;
-      const page = await this.client.list(this.kind, {
-        namespace: this.opts.namespace,
-        labelSelector: this.opts.labelSelector,
-        fieldSelector: this.opts.fieldSelector,
-        metadataOnly: this.opts.metadataOnly,
-        limit: this.opts.pageSize ?? 500,
-        continue: cont,
-        signal: this.abort.signal,
-      });
-      if (!cont) rv = page.metadata.resourceVersion ?? "";
-      for (const item of page.items) {
-        // Lists omit apiVersion/kind on items; restore them so cached objects are complete.
-        item.apiVersion ??= this.kind.apiVersion;
-        item.kind ??= this.kind.kind;
-        items.push(this.transform(item));
+      let page: KubeList<T>;
+      try {
+        page = await this.client.list(this.kind, { ...this.listOptions(), limit, continue: cont });
+      } catch (err) {
+        if (cont && err instanceof GoneError) throw new ExpiredContinueError(err);
+        throw err;
       }
+      if (!cont) rv = page.metadata.resourceVersion ?? "";
+      for (const item of page.items) items.push(this.complete(item));
       cont = page.metadata.continue || undefined;
     } while (cont);
-    this.sink.replace(items, rv);
-    return rv;
+    return { items, rv };
   }
 
   /**
    * Streaming initial list: a watch with sendInitialEvents delivers every object as ADDED, then a
    * bookmark marked initial-events-end; the buffered objects replace the store at once and the same
-   * stream goes on as a normal watch. Returns undefined when the server refuses it (fallback to list).
+   * stream goes on as a normal watch. Returns false when the server refuses it (fallback to list).
    */
-  private async streamingList(): Promise<string | undefined> {
+  private async streamingList(): Promise<boolean> {
     const buffer = new Map<string, T>();
     let synced = false;
-    let rv = "";
     try {
       this.watchRequests++;
       const events = await this.client.watch(this.kind, {
-        ...this.selectors(),
+        ...this.listOptions(),
         sendInitialEvents: true,
         allowWatchBookmarks: true,
         timeoutSeconds: this.watchTimeoutSeconds(),
-        signal: this.abort.signal,
+        idleTimeoutMs: this.opts.progressDeadlineMs ?? DEFAULT_PROGRESS_DEADLINE_MS,
       });
       for await (const ev of events) {
-        rv = ev.object.metadata.resourceVersion ?? rv;
         if (!synced) {
           if (ev.type === "BOOKMARK") {
             if (ev.object.metadata.annotations?.[INITIAL_EVENTS_END] === "true") {
               synced = true;
+              const rv = ev.object.metadata.resourceVersion ?? "";
               this.sink.replace([...buffer.values()], rv);
+              buffer.clear();
+              this.resourceVersion = rv;
             }
             continue;
           }
@@ -218,74 +277,72 @@ export class Reflector<T extends KubeObject> {
         this.deliver(ev);
       }
     } catch (err) {
-      if (this.stopped) return rv || undefined;
+      if (this.stopped) return synced;
       if (!synced && (err instanceof BadRequestError || err instanceof InvalidError)) {
         this.streaming = false;
-        return undefined;
+        return false;
       }
       if (synced && !(err instanceof GoneError)) {
-        // The list part worked; resume as a plain watch from where the stream stopped.
+        // The list part worked; resume as a plain watch from the last event or bookmark delivered.
         this.sink.error(err, "watching");
-        return rv;
+        return true;
       }
       throw err;
     }
     if (!synced) {
       // The stream ended before the initial events did (e.g. a timeout on a huge list): list instead.
       this.streaming = false;
-      return undefined;
+      return false;
     }
-    return rv;
+    return true;
   }
 
-  private selectors(): {
-    namespace?: string;
-    labelSelector?: string;
-    fieldSelector?: string;
-    metadataOnly?: boolean;
-  } {
-    return {
-      namespace: this.opts.namespace,
-      labelSelector: this.opts.labelSelector,
-      fieldSelector: this.opts.fieldSelector,
-      metadataOnly: this.opts.metadataOnly,
-    };
-  }
-
-  private async watch(rv: string): Promise<{ resourceVersion: string; events: number }> {
+  /** One watch from `rv`; returns how many events it delivered. Throws what broke it. */
+  private async watch(rv: string): Promise<number> {
     this.watchRequests++;
     const events = await this.client.watch(this.kind, {
-      ...this.selectors(),
+      ...this.listOptions(),
       resourceVersion: rv,
       allowWatchBookmarks: true,
       timeoutSeconds: this.watchTimeoutSeconds(),
-      signal: this.abort.signal,
+      idleTimeoutMs: this.opts.progressDeadlineMs ?? DEFAULT_PROGRESS_DEADLINE_MS,
     });
     let count = 0;
-    let last = rv;
     for await (const ev of events) {
       count++;
-      last = ev.object.metadata.resourceVersion ?? last;
       this.deliver(ev);
     }
-    return { resourceVersion: last, events: count };
+    return count;
   }
 
+  /** Lists omit apiVersion/kind on items, and metadata-only answers name PartialObjectMetadata: stamp the real kind. */
   private complete(obj: T): T {
-    obj.apiVersion ??= this.kind.apiVersion;
-    obj.kind ??= this.kind.kind;
+    if (this.opts.metadataOnly || !obj.apiVersion || !obj.kind) {
+      obj.apiVersion = this.kind.apiVersion;
+      obj.kind = this.kind.kind;
+    }
     return this.transform(obj);
   }
 
   private deliver(ev: WatchEvent<T>): void {
     const rv = ev.object.metadata.resourceVersion;
-    if (ev.type === "BOOKMARK") {
-      if (rv) this.sink.progress(rv);
-      return;
-    }
     if (ev.type === "ERROR") return; // parseWatchStream throws on ERROR; kept for exhaustiveness
-    this.sink.event(ev.type, this.complete(ev.object));
-    if (rv) this.sink.progress(rv);
+    if (ev.type !== "BOOKMARK") this.sink.event(ev.type, this.complete(ev.object));
+    this.relistsInARow = 0;
+    // The resume point moves with every event handed over, so a stream that breaks after this line
+    // resumes after this event, never before it (which would replay it).
+    if (rv) {
+      this.resourceVersion = rv;
+      this.sink.progress(rv);
+    }
+  }
+}
+
+/** A continue token expired between pages of a list (410 during paging). */
+class ExpiredContinueError extends Error {
+  constructor(cause: GoneError) {
+    super(`continue token expired during a paged list: ${cause.message}`, { cause });
+    this.name = "ExpiredContinueError";
   }
 }
 

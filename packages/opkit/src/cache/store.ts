@@ -2,12 +2,17 @@
  * The in-memory store behind an informer: objects by key, an index by namespace, and any number of
  * custom field indexes. `replace` builds the new content aside and swaps it in one step, so readers
  * never see a half-built list after a relist.
+ *
+ * Objects are deep-frozen once when they enter, and handed out typed as deeply readonly: every reader
+ * shares them, so a reconcile that edited one would silently change the cache and leave its indexes
+ * stale. Freezing once costs less than controller-runtime's copy on every read for read-heavy
+ * reconciles; `deepCopy` gives a mutable copy where one is needed.
  */
 import { labelMatcher } from "../client/labels.ts";
-import { objectKey, type KubeObject } from "../client/types.ts";
+import { objectKey, type DeepReadonly, type KubeObject } from "../client/types.ts";
 
 /** Computes the index values of an object (an object may have several, or none). */
-export type IndexFunc<T extends KubeObject> = (obj: T) => string[];
+export type IndexFunc<T extends KubeObject> = (obj: DeepReadonly<T>) => string[];
 
 export interface StoreListOptions {
   namespace?: string;
@@ -28,8 +33,21 @@ export class UnknownIndexError extends Error {
 
 type IndexMap = Map<string, Set<string>>;
 
+/** Freezes an object and everything inside it, in place; returns it typed as deeply readonly. */
+export function deepFreeze<T>(obj: T): DeepReadonly<T> {
+  freeze(obj);
+  return obj as DeepReadonly<T>;
+}
+
+function freeze(value: unknown): void {
+  if (typeof value !== "object" || value === null || Object.isFrozen(value)) return;
+  // Children first, so a half-frozen tree is never observable.
+  for (const v of Object.values(value)) freeze(v);
+  Object.freeze(value);
+}
+
 export class Store<T extends KubeObject> {
-  private items = new Map<string, T>();
+  private items = new Map<string, DeepReadonly<T>>();
   private readonly indexers = new Map<string, IndexFunc<T>>();
   private indexes = new Map<string, IndexMap>();
 
@@ -54,11 +72,11 @@ export class Store<T extends KubeObject> {
     return this.items.size;
   }
 
-  getByKey(key: string): T | undefined {
+  getByKey(key: string): DeepReadonly<T> | undefined {
     return this.items.get(key);
   }
 
-  get(namespace: string | undefined, name: string): T | undefined {
+  get(namespace: string | undefined, name: string): DeepReadonly<T> | undefined {
     return this.items.get(namespace ? `${namespace}/${name}` : name);
   }
 
@@ -66,18 +84,19 @@ export class Store<T extends KubeObject> {
     return this.items.keys();
   }
 
-  /** Insert or replace one object; returns the previous version. */
-  upsert(obj: T): T | undefined {
+  /** Insert or replace one object (frozen on the way in); returns it and the previous version. */
+  upsert(input: T): { obj: DeepReadonly<T>; old: DeepReadonly<T> | undefined } {
+    const obj = deepFreeze(input);
     const key = objectKey(obj);
     const old = this.items.get(key);
     if (old) this.unindex(key, old);
     this.items.set(key, obj);
     for (const [name, fn] of this.indexers) addToIndex(this.indexes.get(name) as IndexMap, fn(obj), key);
-    return old;
+    return { obj, old };
   }
 
   /** Remove one object by key; returns it. */
-  remove(key: string): T | undefined {
+  remove(key: string): DeepReadonly<T> | undefined {
     const old = this.items.get(key);
     if (old) {
       this.unindex(key, old);
@@ -86,12 +105,16 @@ export class Store<T extends KubeObject> {
     return old;
   }
 
-  /** Swap in a complete new content (after a list); returns the old content for diffing. */
-  replace(objs: Iterable<T>): Map<string, T> {
-    const items = new Map<string, T>();
+  /**
+   * Swap in a complete new content (after a list, frozen on the way in); returns the old content for
+   * diffing, and the new one.
+   */
+  replace(objs: Iterable<T>): { old: Map<string, DeepReadonly<T>>; items: Map<string, DeepReadonly<T>> } {
+    const items = new Map<string, DeepReadonly<T>>();
     const indexes = new Map<string, IndexMap>();
     for (const name of this.indexers.keys()) indexes.set(name, new Map());
-    for (const obj of objs) {
+    for (const input of objs) {
+      const obj = deepFreeze(input);
       const key = objectKey(obj);
       items.set(key, obj);
       for (const [name, fn] of this.indexers) addToIndex(indexes.get(name) as IndexMap, fn(obj), key);
@@ -99,10 +122,10 @@ export class Store<T extends KubeObject> {
     const old = this.items;
     this.items = items;
     this.indexes = indexes;
-    return old;
+    return { old, items };
   }
 
-  list(opts: StoreListOptions = {}): T[] {
+  list(opts: StoreListOptions = {}): DeepReadonly<T>[] {
     const match = labelMatcher(opts.labelSelector);
     let keys: Iterable<string>;
     if (opts.index) {
@@ -114,7 +137,7 @@ export class Store<T extends KubeObject> {
     } else {
       keys = this.items.keys();
     }
-    const out: T[] = [];
+    const out: DeepReadonly<T>[] = [];
     for (const key of keys) {
       const obj = this.items.get(key);
       if (!obj) continue;
@@ -125,7 +148,7 @@ export class Store<T extends KubeObject> {
     return out;
   }
 
-  private unindex(key: string, obj: T): void {
+  private unindex(key: string, obj: DeepReadonly<T>): void {
     for (const [name, fn] of this.indexers) {
       const map = this.indexes.get(name) as IndexMap;
       for (const v of fn(obj)) {

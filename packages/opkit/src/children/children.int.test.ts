@@ -109,7 +109,7 @@ describe("reconcileChildren against opkit env", () => {
 
     const first = await reconcileChildren(env.client, parent, [cm("a"), cm("b")], opts);
     const rv = first.applied[1]?.metadata.resourceVersion ?? "";
-    await cache.waitForResourceVersion(ConfigMaps, rv, 30_000);
+    await cache.waitForResourceVersion(ConfigMaps, rv, { timeoutMs: 30_000 });
     const second = await reconcileChildren(env.client, parent, [cm("b")], opts);
     assert.deepEqual(second.pruned, [`ConfigMap/${ns}/a`]);
     assert.equal(await exists(() => env.client.get(ConfigMaps, "a", { namespace: ns })), false);

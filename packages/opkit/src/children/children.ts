@@ -10,7 +10,13 @@ import type { Cache } from "../cache/cache.ts";
 import { OWNER_INDEX } from "../cache/store.ts";
 import type { KubeClient } from "../client/client.ts";
 import { ConflictError, NotFoundError } from "../client/errors.ts";
-import { groupOf, objectKey, type KindRef, type KubeObject } from "../client/types.ts";
+import {
+  groupOf,
+  objectKey,
+  type KindRef,
+  type KubeObject,
+  type ReadonlyKubeObject,
+} from "../client/types.ts";
 import { applyBody } from "../helpers/apply.ts";
 import {
   describeObject,
@@ -76,7 +82,7 @@ function groupKind(apiVersion: string, kind: string): string {
   return `${groupOf(apiVersion)}/${kind}`;
 }
 
-function describeChild(kind: string, obj: KubeObject): string {
+function describeChild(kind: string, obj: ReadonlyKubeObject): string {
   return `${kind}/${objectKey(obj)}`;
 }
 
@@ -88,8 +94,8 @@ function describeChild(kind: string, obj: KubeObject): string {
  */
 export async function reconcileChildren(
   client: KubeClient,
-  parent: KubeObject,
-  desired: readonly KubeObject[],
+  parent: ReadonlyKubeObject,
+  desired: readonly ReadonlyKubeObject[],
   opts: ReconcileChildrenOptions,
 ): Promise<ChildrenResult> {
   const uid = parent.metadata.uid;

@@ -3,23 +3,34 @@
  * exists" for everything else (a ConfigMap is as ready as it will ever be once stored). Rules are
  * keyed by API group and kind, not version, because every version of a kind describes the same object.
  */
-import { groupOf, type KindRef, type KubeObject } from "../client/types.ts";
+import {
+  groupOf,
+  type DeepReadonly,
+  type KindRef,
+  type KubeObject,
+  type ReadonlyKubeObject,
+} from "../client/types.ts";
 
 export interface ReadinessRule {
   group: string;
   kind: string;
-  isReady: (obj: KubeObject) => boolean;
+  isReady: (obj: ReadonlyKubeObject) => boolean;
 }
 
 /** A rule for one kind, typed by its kind reference: `readinessRule(WebApps, (w) => w.status?.ok)`. */
 export function readinessRule<T extends KubeObject>(
   kind: KindRef<T>,
-  isReady: (obj: T) => boolean,
+  isReady: (obj: DeepReadonly<T>) => boolean,
 ): ReadinessRule {
-  return { group: groupOf(kind.apiVersion), kind: kind.kind, isReady: (obj) => isReady(obj as T) };
+  return {
+    group: groupOf(kind.apiVersion),
+    kind: kind.kind,
+    isReady: (obj) => isReady(obj as DeepReadonly<T>),
+  };
 }
 
-interface Workload extends KubeObject {
+type Workload = DeepReadonly<WorkloadShape>;
+interface WorkloadShape extends KubeObject {
   spec?: { replicas?: number };
   status?: {
     observedGeneration?: number;
@@ -64,7 +75,7 @@ export const BUILTIN_READINESS: readonly ReadinessRule[] = [
 ];
 
 /** Whether `obj` is ready: the first matching rule of `overrides`, then the built-ins, else true. */
-export function isChildReady(obj: KubeObject, overrides: readonly ReadinessRule[] = []): boolean {
+export function isChildReady(obj: ReadonlyKubeObject, overrides: readonly ReadinessRule[] = []): boolean {
   const group = groupOf(obj.apiVersion ?? "");
   const rule = [...overrides, ...BUILTIN_READINESS].find((r) => r.group === group && r.kind === obj.kind);
   return rule ? rule.isReady(obj) : true;

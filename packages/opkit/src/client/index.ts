@@ -13,3 +13,4 @@ export { RestMapper, resourcePath, type ResourceMapping } from "./mapping.ts";
 export { Transport, retryDelayMs, type TransportOptions, type RequestEvent } from "./transport.ts";
 export * from "./labels.ts";
 export * from "./builtins.ts";
+export { kindScope, knownKind, registerKind, type KindScope, type KnownKind } from "./scopes.ts";

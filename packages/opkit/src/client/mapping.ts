@@ -6,6 +6,7 @@
 import { NotFoundError } from "./errors.ts";
 import type { Transport } from "./transport.ts";
 import { UnknownKindError } from "./errors.ts";
+import { registerKind } from "./scopes.ts";
 
 export interface ResourceMapping {
   apiVersion: string;
@@ -101,6 +102,10 @@ export class RestMapper {
     const mappings = new Map<string, ResourceMapping>();
     for (const r of list.resources) {
       if (r.name.includes("/")) continue;
+      registerKind(
+        { apiVersion, kind: r.kind },
+        { resource: r.name, scope: r.namespaced ? "Namespaced" : "Cluster" },
+      );
       mappings.set(r.kind, {
         apiVersion,
         group: group ?? "",

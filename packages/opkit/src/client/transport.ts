@@ -59,14 +59,21 @@ const defaultSleep = (ms: number): Promise<void> => new Promise((r) => setTimeou
 export class Transport {
   readonly server: string;
   private readonly kubeConfig: KubeConfig;
-  private readonly pool: Pool;
+  private pool: Pool;
+  private readonly newPool: () => Pool;
   private readonly basePath: string;
   private readonly options: TransportOptions;
   private readonly limiter: TokenBucket | undefined;
 
-  private constructor(kubeConfig: KubeConfig, pool: Pool, server: string, options: TransportOptions) {
+  private constructor(
+    kubeConfig: KubeConfig,
+    newPool: () => Pool,
+    server: string,
+    options: TransportOptions,
+  ) {
     this.kubeConfig = kubeConfig;
-    this.pool = pool;
+    this.newPool = newPool;
+    this.pool = newPool();
     this.server = server;
     this.basePath = new URL(server).pathname.replace(/\/$/, "");
     this.options = options;
@@ -91,22 +98,26 @@ export class Transport {
     } = {};
     await kubeConfig.applyToHTTPSOptions(tls);
     const url = new URL(cluster.server);
-    const pool = new Pool(url.origin, {
-      connect: {
-        ca: tls.ca,
-        cert: tls.cert,
-        key: tls.key,
-        rejectUnauthorized: tls.rejectUnauthorized ?? true,
-        servername: tls.servername,
-      },
-      keepAliveTimeout: 30_000,
-      keepAliveMaxTimeout: 600_000,
-      // Watches hold a connection each for minutes; never time out a body at the pool level:
-      // each request sets its own idle timeout.
-      bodyTimeout: 0,
-      headersTimeout: 60_000,
-    });
-    return new Transport(kubeConfig, pool, cluster.server, options);
+    const newPool = (): Pool =>
+      new Pool(url.origin, {
+        connect: {
+          ca: tls.ca,
+          cert: tls.cert,
+          key: tls.key,
+          rejectUnauthorized: tls.rejectUnauthorized ?? true,
+          servername: tls.servername,
+          // TCP keepalive notices a peer that vanished (host down, NAT entry dropped) at the kernel level.
+          keepAlive: true,
+          keepAliveInitialDelay: 30_000,
+        },
+        keepAliveTimeout: 30_000,
+        keepAliveMaxTimeout: 600_000,
+        // Watches hold a connection each for minutes; never time out a body at the pool level:
+        // each request sets its own idle timeout.
+        bodyTimeout: 0,
+        headersTimeout: 60_000,
+      });
+    return new Transport(kubeConfig, newPool, cluster.server, options);
   }
 
   /** Headers that authenticate a request; asked each time because tokens (exec, OIDC, in-cluster) rotate. */
@@ -167,8 +178,21 @@ export class Transport {
         durationMs: performance.now() - started,
       });
       if (opts.signal?.aborted) throw err;
+      if (isTimeout(err)) this.resetConnections();
       throw new ConnectionError(info, err);
     }
+  }
+
+  /**
+   * Replace the pool after a request or watch went silent past its timeout. The apiserver speaks
+   * HTTP/2, so one connection carries every request: a connection that stopped carrying bytes (a hung
+   * proxy, a dead NAT entry) would otherwise be handed the next request too, and each would wait out
+   * its own timeout. Requests still on the old pool fail and are retried by their callers.
+   */
+  resetConnections(): void {
+    const old = this.pool;
+    this.pool = this.newPool();
+    void old.destroy().catch(() => undefined);
   }
 
   /** A request whose JSON answer is returned; failures throw typed errors. GETs are retried on 429/5xx. */
@@ -203,7 +227,14 @@ export class Transport {
    */
   async stream(opts: RequestOptions): Promise<Readable> {
     const res = await this.send(opts);
-    if (res.statusCode >= 200 && res.statusCode < 300) return res.body;
+    if (res.statusCode >= 200 && res.statusCode < 300) {
+      const pool = this.pool;
+      // A watch that stays silent past its idle timeout is on a dead connection: stop reusing it.
+      res.body.once("error", (err) => {
+        if (isTimeout(err) && this.pool === pool) this.resetConnections();
+      });
+      return res.body;
+    }
     const text = await res.body.text();
     throw errorFromResponse(res.statusCode, parseJson(text), { method: opts.method, path: opts.path });
   }
@@ -224,6 +255,12 @@ function parseJson(text: string): unknown {
   } catch {
     return text;
   }
+}
+
+/** undici's "no bytes for too long" errors: the connection may be dead, not just the request slow. */
+function isTimeout(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_BODY_TIMEOUT";
 }
 
 function isRetryable(err: KubeApiError): boolean {

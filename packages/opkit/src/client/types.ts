@@ -1,3 +1,5 @@
+export { groupOf } from "./scopes.ts";
+
 /**
  * The shapes every Kubernetes object shares, as they travel in JSON (timestamps are RFC 3339 strings).
  */
@@ -82,22 +84,43 @@ export interface WatchEvent<T extends KubeObject = KubeObject> {
 }
 
 /** "namespace/name" for namespaced objects, "name" for cluster-scoped ones (client-go's key format). */
-export function objectKey(obj: { metadata: ObjectMeta }): string {
+export function objectKey(obj: {
+  readonly metadata: { readonly namespace?: string; readonly name?: string };
+}): string {
   const ns = obj.metadata.namespace;
   return ns ? `${ns}/${obj.metadata.name ?? ""}` : (obj.metadata.name ?? "");
-}
-
-export function splitKey(key: string): { namespace?: string; name: string } {
-  const i = key.indexOf("/");
-  return i < 0 ? { name: key } : { namespace: key.slice(0, i), name: key.slice(i + 1) };
-}
-
-export function groupOf(apiVersion: string): string {
-  const i = apiVersion.indexOf("/");
-  return i < 0 ? "" : apiVersion.slice(0, i);
 }
 
 /** A `metav1.MicroTime` string (RFC 3339 with microseconds), as Leases and events.k8s.io Events require. */
 export function microTime(date: Date): string {
   return date.toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
 }
+
+/**
+ * A deeply readonly view of T: what the cache hands out. Cached objects are shared by every reader and
+ * frozen, so writing to one is a compile-time error here and a TypeError at run time. `deepCopy` gives a
+ * mutable copy to edit and send back.
+ */
+export type DeepReadonly<T> = T extends (...args: never[]) => unknown
+  ? T
+  : T extends object
+    ? { readonly [K in keyof T]: DeepReadonly<T[K]> }
+    : T;
+
+/** Any object, mutable or read from the cache: what helpers that only read an object accept. */
+export type ReadonlyKubeObject = DeepReadonly<KubeObject>;
+
+/**
+ * A mutable deep copy of an object (controller-runtime's DeepCopy), e.g. of a cached object to change
+ * and write back: `const d = deepCopy(cache.get(Deployments, name, { namespace }))`.
+ */
+export function deepCopy<O>(obj: O): DeepMutable<O> {
+  return structuredClone(obj) as DeepMutable<O>;
+}
+
+/** The mutable counterpart of a (deeply) readonly type: what `deepCopy` returns. */
+export type DeepMutable<T> = T extends (...args: never[]) => unknown
+  ? T
+  : T extends object
+    ? { -readonly [K in keyof T]: DeepMutable<T[K]> }
+    : T;

@@ -335,4 +335,86 @@ describe("controllers against opkit env", () => {
     const metrics = await (await request(`http://127.0.0.1:${mgr.ports.metrics}/metrics`)).body.text();
     assert.match(metrics, /controller_runtime_reconcile_errors_total\{controller="slowpoke"\} [1-9]/);
   });
+
+  it("a reconcile that outlives its timeout and ignores the abort never overlaps with itself", async (t) => {
+    const ns = await env.namespace("overlap");
+    const mgr = await managerFor(env, ns);
+    t.after(() => mgr.stop());
+    let running = 0;
+    let maxRunning = 0;
+    let runs = 0;
+    mgr.add(
+      controller("stubborn")
+        .for(ConfigMaps)
+        .withOptions({ maxConcurrent: 4, reconcileTimeoutMs: 100 })
+        .reconcile(async (req) => {
+          if (req.name !== "one") return;
+          runs++;
+          running++;
+          maxRunning = Math.max(maxRunning, running);
+          // Ignores ctx.signal on purpose and runs ten times past its deadline.
+          await new Promise((r) => setTimeout(r, 1_000));
+          running--;
+        }),
+    );
+    await mgr.start();
+    await env.client.create<ConfigMap>({
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: "one", namespace: ns },
+    });
+    // Keep waking the key while runs overrun their deadline.
+    for (let i = 0; i < 20; i++) {
+      await env.client.patch(ConfigMaps, "one", { data: { i: String(i) } }, { namespace: ns, type: "merge" });
+      await new Promise((r) => setTimeout(r, 150));
+    }
+    await eventually("several runs", () => runs >= 3, 20_000);
+    assert.equal(maxRunning, 1, `one key ran ${maxRunning} times at once`);
+    const metrics = await (await request(`http://127.0.0.1:${mgr.ports.metrics}/metrics`)).body.text();
+    assert.match(
+      metrics,
+      /controller_runtime_reconcile_errors_total\{controller="stubborn"\} [1-9]/,
+      "overruns count as errors",
+    );
+  });
+
+  it("a reconcile reading a kind whose cache has not synced is requeued once it has, and never sees 'not found'", async (t) => {
+    const ns = await env.namespace("unsynced");
+    await env.client.create<KubeObject>({
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name: "referenced", namespace: ns },
+    });
+    const mgr = await managerFor(env, ns);
+    t.after(() => mgr.stop());
+    const seen: string[] = [];
+    mgr.add(
+      controller("lazy-reader")
+        .for(ConfigMaps)
+        .reconcile((req, ctx) => {
+          if (req.name !== "c") return;
+          // Secrets are not among this controller's watches: the first read starts their informer.
+          const s = ctx.cache.get(Secrets, "referenced", { namespace: req.namespace });
+          seen.push(s ? "found" : "not found");
+        }),
+    );
+    await mgr.start();
+    await env.client.create<ConfigMap>({
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: "c", namespace: ns },
+    });
+    await eventually("the reconcile after the sync", () => seen.length >= 1, 20_000);
+    assert.deepEqual(seen, ["found"], "the only completed read found the existing Secret");
+    const metrics = await (await request(`http://127.0.0.1:${mgr.ports.metrics}/metrics`)).body.text();
+    assert.match(
+      metrics,
+      /controller_runtime_reconcile_errors_total\{controller="lazy-reader"\} 0/,
+      "not a failure",
+    );
+    assert.match(
+      metrics,
+      /controller_runtime_reconcile_total\{controller="lazy-reader",result="requeue"\} [1-9]/,
+    );
+  });
 });

@@ -1,22 +1,28 @@
 /**
  * A controller: watches (for / owns / watches) feed keys into a workqueue, and up to `maxConcurrent`
  * workers reconcile them. The queue guarantees that one key is never reconciled by two workers at once
- * and that bursts of events collapse; reconcile results and errors drive requeues and backoff. An
- * exception in one reconcile is caught and counted: it never stops the controller or the process.
+ * and that bursts of events collapse; reconcile results and errors drive requeues and backoff.
+ *
+ * A key stays "processing" until its reconcile function returns, whatever happens meanwhile: the
+ * per-reconcile timeout and a stop only abort `ctx.signal` (and with it every request made through
+ * `ctx.client`), they never hand the key to another worker while the first run may still write. Any
+ * thrown value is caught, counted and logged with its stack; it never stops the controller or the
+ * process.
  */
 import { randomUUID } from "node:crypto";
 import type { Cache } from "../cache/cache.ts";
+import { CacheNotSyncedError } from "../cache/informer.ts";
 import type { KubeClient } from "../client/client.ts";
-import { objectKey, type KindRef, type KubeObject } from "../client/types.ts";
-import { realClock, type Clock } from "../clock/index.ts";
+import { objectKey, type DeepReadonly, type KindRef, type KubeObject } from "../client/types.ts";
+import { realClock, type Clock, type TimerHandle } from "../clock/index.ts";
 import { EventRecorder } from "../events/recorder.ts";
 import type { Logger } from "../logging/index.ts";
 import { reconcileLogger } from "../logging/index.ts";
 import type { Metrics, ReconcileMetrics, ReconcileOutcome } from "../metrics/index.ts";
 import { defaultControllerRateLimiter, type RateLimiter } from "../queue/ratelimiter.ts";
 import { PRIORITY_LOW, PRIORITY_NORMAL, WorkQueue } from "../queue/workqueue.ts";
-import { allows, type EventKind } from "./predicates.ts";
 import type { Watch } from "./handlers.ts";
+import { allows, type EventKind } from "./predicates.ts";
 import {
   ControllerConfigError,
   ReconcileTimeoutError,
@@ -24,14 +30,16 @@ import {
   keyToRequest,
   requestKey,
   type Reconciler,
-  type Request,
   type Result,
 } from "./reconcile.ts";
 
 export interface ControllerOptions {
   /** Workers reconciling different keys in parallel (default 1, as controller-runtime). */
   maxConcurrent?: number;
-  /** Abort and retry a reconcile that runs longer than this (default: no timeout). */
+  /**
+   * Abort a reconcile's `ctx.signal` after this long (default: no timeout). The key stays processing
+   * until the function returns; a run that ends by throwing after the deadline is retried with backoff.
+   */
   reconcileTimeoutMs?: number;
   /** Per-key backoff for failures (default: 5 ms doubling to 1000 s). */
   rateLimiter?: RateLimiter<string>;
@@ -44,6 +52,19 @@ export interface ControllerDeps {
   logger: Logger;
   metrics?: Metrics;
   clock?: Clock;
+  /** The operator's field manager, the default of writes made through `ctx.client`. */
+  fieldManager?: string;
+}
+
+/** Errors that are bugs in the reconcile function rather than conditions of the world. */
+function isProgrammingError(err: unknown): boolean {
+  return (
+    !(err instanceof Error) ||
+    err instanceof TypeError ||
+    err instanceof ReferenceError ||
+    err instanceof RangeError ||
+    err instanceof SyntaxError
+  );
 }
 
 export class Controller<T extends KubeObject = KubeObject> {
@@ -57,11 +78,14 @@ export class Controller<T extends KubeObject = KubeObject> {
     Pick<ControllerOptions, "reconcileTimeoutMs" | "rateLimiter">;
   private queue: WorkQueue<string> | undefined;
   private workers: Promise<void>[] = [];
-  private stopping = new AbortController();
+  private readonly stopping = new AbortController();
+  private readonly inflight = new Set<AbortController>();
   private deps: ControllerDeps | undefined;
+  private clock: Clock = realClock;
   private recorder: EventRecorder | undefined;
   private untrackQueue: (() => void) | undefined;
   private reconcileMetrics: ReconcileMetrics | undefined;
+  private started = false;
 
   constructor(init: {
     name: string;
@@ -86,13 +110,18 @@ export class Controller<T extends KubeObject = KubeObject> {
     return this.queue?.len() ?? 0;
   }
 
+  /** Reconciles running now. */
+  get running(): number {
+    return this.inflight.size;
+  }
+
   /**
    * Register the informers and event handlers. Called before the cache starts so that every kind this
    * controller needs is part of the cache sync; events are queued but not processed until `start`.
    */
   async setup(deps: ControllerDeps): Promise<void> {
     this.deps = deps;
-    const clock = deps.clock ?? realClock;
+    const clock = (this.clock = deps.clock ?? realClock);
     this.queue = new WorkQueue<string>({
       clock,
       rateLimiter: this.options.rateLimiter ?? defaultControllerRateLimiter<string>({ clock }),
@@ -101,33 +130,36 @@ export class Controller<T extends KubeObject = KubeObject> {
     if (deps.metrics) this.untrackQueue = deps.metrics.trackQueue(this.name, this.queue);
     this.recorder = new EventRecorder(deps.client, {
       reportingController: `opkit.dev/${this.name}`,
+      clock,
       onError: (err) =>
         deps.logger.warn({ controller: this.name, err: String(err) }, "could not record event"),
     });
     // The reconciled kind's scope decides the key of an owned child's owner; look it up once, not per event.
     const forNamespaced = (await deps.client.mapping(this.forKind)).namespaced;
     for (const w of this.watches) {
-      const informer = deps.cache.informer(w.kind);
-      const enqueue = (kind: EventKind, obj: KubeObject, old: KubeObject | undefined, low: boolean): void => {
+      const enqueue = (
+        kind: EventKind,
+        obj: DeepReadonly<KubeObject>,
+        old: DeepReadonly<KubeObject> | undefined,
+        low: boolean,
+      ): void => {
         if (!w.predicates.every((p) => allows(p, kind, obj, old))) return;
-        let reqs: Request[];
+        const keys = new Set<string>();
         try {
-          reqs = w.map(obj, forNamespaced);
+          for (const r of w.map(obj, forNamespaced)) keys.add(requestKey(r));
+          // An object whose owner or mapped keys changed must also wake the keys of its old state
+          // (controller-runtime maps both versions of an update); the predicates judged the event once.
+          if (old && w.kind !== this.forKind && objectKey(old) === objectKey(obj))
+            for (const r of w.map(old, forNamespaced)) keys.add(requestKey(r));
         } catch (err) {
-          deps.logger.error({ controller: this.name, err: String(err) }, "event mapping failed");
+          deps.logger.error({ controller: this.name, err: errorText(err) }, "event mapping failed");
           return;
         }
-        for (const r of reqs)
-          this.queue?.add(requestKey(r), { priority: low ? PRIORITY_LOW : PRIORITY_NORMAL });
+        for (const key of keys) this.queue?.add(key, { priority: low ? PRIORITY_LOW : PRIORITY_NORMAL });
       };
-      informer.addEventHandler({
+      deps.cache.informer(w.kind).addEventHandler({
         onAdd: (obj, initial) => enqueue("create", obj, undefined, initial),
-        onUpdate: (old, obj, resync) => {
-          enqueue("update", obj, old, resync);
-          // An owned object that changed owner must also wake its previous owner.
-          if (w.kind !== this.forKind && objectKey(old) === objectKey(obj))
-            enqueue("update", old, old, resync);
-        },
+        onUpdate: (old, obj, resync) => enqueue("update", obj, old, resync),
         onDelete: (obj) => enqueue("delete", obj, undefined, false),
       });
     }
@@ -137,21 +169,44 @@ export class Controller<T extends KubeObject = KubeObject> {
   start(): void {
     if (!this.deps || !this.queue)
       throw new ControllerConfigError(`controller ${this.name}: setup() must run before start()`);
+    if (this.started || this.stopping.signal.aborted) return;
+    this.started = true;
     this.reconcileMetrics = this.deps.metrics?.reconcile(this.name, {
       maxConcurrentReconciles: this.options.maxConcurrent,
     });
     for (let i = 0; i < this.options.maxConcurrent; i++) this.workers.push(this.work());
   }
 
-  /** Stop taking new work; wait up to `graceMs` for in-flight reconciles. Returns whether all finished. */
+  /**
+   * Graceful stop: take no new work and let in-flight reconciles finish within `graceMs`; those still
+   * running then get their signals aborted. A controller that never started (a standby replica) stops
+   * at once. Returns whether everything finished in time.
+   */
   async stop(graceMs = 30_000): Promise<boolean> {
     if (!this.queue) return true;
-    this.stopping.abort();
-    const drained = await this.queue.shutDownWithDrain(graceMs);
+    if (!this.stopping.signal.aborted) this.stopping.abort(new Error(`controller ${this.name} stopped`));
+    let drained = true;
+    if (this.started) drained = await this.queue.shutDownWithDrain(graceMs);
+    else this.queue.shutDown();
+    if (!drained) this.abortAll(new Error(`controller ${this.name}: graceful shutdown period ended`));
     this.untrackQueue?.();
     if (drained) await Promise.all(this.workers);
     await this.recorder?.flush();
     return drained;
+  }
+
+  /**
+   * Immediate stop (leadership lost): abort every reconcile's signal, hand out no further key, and
+   * return without waiting for anything, since another replica may be leading already.
+   */
+  abort(reason: unknown): void {
+    this.abortAll(reason);
+    this.queue?.shutDown();
+  }
+
+  private abortAll(reason: unknown): void {
+    if (!this.stopping.signal.aborted) this.stopping.abort(reason);
+    for (const a of this.inflight) a.abort(reason);
   }
 
   private async work(): Promise<void> {
@@ -165,16 +220,15 @@ export class Controller<T extends KubeObject = KubeObject> {
         queue.done(item.key);
         continue;
       }
-      await this.reconcileOne(item.key, deps, queue);
-      queue.done(item.key);
+      try {
+        await this.reconcileOne(item.key, deps, queue);
+      } finally {
+        queue.done(item.key);
+      }
     }
   }
 
-  private async reconcileOne(
-    key: string,
-    deps: ControllerDeps,
-    queue: WorkQueue<string>,
-  ): Promise<ReconcileOutcome> {
+  private async reconcileOne(key: string, deps: ControllerDeps, queue: WorkQueue<string>): Promise<void> {
     const req = keyToRequest(key);
     const reconcileID = randomUUID();
     const log = reconcileLogger(deps.logger, {
@@ -185,65 +239,86 @@ export class Controller<T extends KubeObject = KubeObject> {
     });
     const metric = this.reconcileMetrics?.start();
     const abort = new AbortController();
-    const onStop = (): void => abort.abort(this.stopping.signal.reason);
-    this.stopping.signal.addEventListener("abort", onStop, { once: true });
-    let timeout: NodeJS.Timeout | undefined;
+    this.inflight.add(abort);
+    const ms = this.options.reconcileTimeoutMs;
+    let timer: TimerHandle | undefined;
+    if (ms)
+      timer = this.clock.setTimeout(() => abort.abort(new ReconcileTimeoutError(this.name, key, ms)), ms);
     let outcome: ReconcileOutcome;
     try {
-      const run = Promise.resolve().then(() =>
-        this.reconciler(req, {
-          log,
-          reconcileID,
-          signal: abort.signal,
-          client: deps.client,
-          cache: deps.cache,
-          recorder: this.recorder as EventRecorder,
-        }),
-      );
-      const ms = this.options.reconcileTimeoutMs;
-      const result: Result = ms
-        ? await Promise.race([
-            run,
-            new Promise<never>((_, reject) => {
-              timeout = setTimeout(() => {
-                const err = new ReconcileTimeoutError(this.name, key, ms);
-                abort.abort(err);
-                reject(err);
-              }, ms);
-            }),
-          ])
-        : await run;
-      if (result && "requeueAfterMs" in result) {
-        queue.forget(key);
-        queue.addAfter(key, result.requeueAfterMs);
-        outcome = "requeue_after";
-      } else if (result && "requeue" in result) {
-        queue.addRateLimited(key);
-        outcome = "requeue";
-      } else {
-        queue.forget(key);
-        outcome = "success";
-      }
+      // Awaited to the end even after an abort: the key is processing until the function returns.
+      const result: Result = await this.reconciler(req, {
+        log,
+        reconcileID,
+        signal: abort.signal,
+        client: deps.client,
+        cache: deps.cache,
+        recorder: this.recorder as EventRecorder,
+        fieldManager: deps.fieldManager ?? deps.client.fieldManager,
+      });
+      outcome = timedOut(abort.signal)
+        ? this.applyError(key, abort.signal.reason, queue, log)
+        : this.applyResult(key, result, queue);
     } catch (err) {
-      if (err instanceof TerminalError) {
-        queue.forget(key);
-        log.error({ err: errorText(err) }, "reconcile failed with a terminal error; not retrying");
-        outcome = "terminal";
-      } else {
-        queue.addRateLimited(key);
-        const retry = queue.numRequeues(key);
-        log.error({ err: errorText(err), retries: retry }, "reconcile failed; retrying with backoff");
-        outcome = err instanceof Error ? "error" : "panic";
-      }
+      // A run that overran its deadline failed by the timeout, whatever it threw on the way out.
+      outcome = this.applyError(key, timedOut(abort.signal) ? abort.signal.reason : err, queue, log);
     } finally {
-      clearTimeout(timeout);
-      this.stopping.signal.removeEventListener("abort", onStop);
+      if (timer !== undefined) this.clock.clearTimeout(timer);
+      this.inflight.delete(abort);
     }
     metric?.end(outcome);
-    return outcome;
+  }
+
+  private applyResult(key: string, result: Result, queue: WorkQueue<string>): ReconcileOutcome {
+    if (result && "requeueAfterMs" in result) {
+      queue.forget(key);
+      queue.addAfter(key, result.requeueAfterMs);
+      return "requeue_after";
+    }
+    if (result && "requeue" in result) {
+      queue.addRateLimited(key);
+      return "requeue";
+    }
+    queue.forget(key);
+    return "success";
+  }
+
+  private applyError(key: string, err: unknown, queue: WorkQueue<string>, log: Logger): ReconcileOutcome {
+    if (err instanceof CacheNotSyncedError) {
+      // Not a failure: the reconcile read a kind whose cache is still filling. Run it again once it
+      // has synced, instead of letting it act on a "not found" that may be false.
+      log.debug({ kind: err.kind }, "cache not synced yet; requeued for when it is");
+      void err.whenSynced().then(() => queue.add(key));
+      return "requeue";
+    }
+    if (this.stopping.signal.aborted) {
+      // Aborted by a stop: the next leader or process reconciles it; nothing to retry here.
+      log.info({ err: errorText(err) }, "reconcile ended by stop");
+      return "error";
+    }
+    if (err instanceof TerminalError) {
+      queue.forget(key);
+      log.error({ err: errorText(err) }, "reconcile failed with a terminal error; not retrying");
+      return "terminal";
+    }
+    queue.addRateLimited(key);
+    log.error(
+      { err: errorText(err), retries: queue.numRequeues(key) },
+      "reconcile failed; retrying with backoff",
+    );
+    return isProgrammingError(err) ? "panic" : "error";
   }
 }
 
+function timedOut(signal: AbortSignal): boolean {
+  return signal.aborted && signal.reason instanceof ReconcileTimeoutError;
+}
+
 function errorText(err: unknown): string {
-  return err instanceof Error ? (err.stack ?? err.message) : String(err);
+  if (err instanceof Error) return err.stack ?? `${err.name}: ${err.message}`;
+  try {
+    return `non-Error value thrown: ${JSON.stringify(err)}`;
+  } catch {
+    return `non-Error value thrown: ${String(err)}`;
+  }
 }

@@ -4,23 +4,23 @@
  * function (one event may fan out to many keys). Pure functions of the object, so they run
  * synchronously in the informer's event path.
  */
-import { groupOf, type KindRef, type KubeObject } from "../client/types.ts";
+import { groupOf, type DeepReadonly, type KindRef, type KubeObject } from "../client/types.ts";
 import type { Predicate } from "./predicates.ts";
 import type { Request } from "./reconcile.ts";
 
-/** A user's mapping from an object of a watched kind to the keys it wakes. */
-export type MapFn<S extends KubeObject> = (obj: S) => Request[];
+/** A user's mapping from an object of a watched kind (the cache's own, read-only) to the keys it wakes. */
+export type MapFn<S extends KubeObject> = (obj: DeepReadonly<S>) => Request[];
 
 /** One watch of a controller: a kind, its predicates, and how its events become keys. */
 export interface Watch {
   kind: KindRef;
   predicates: Predicate[];
   /** Keys for an event on this object; `forNamespaced` is the scope of the reconciled kind. */
-  map: (obj: KubeObject, forNamespaced: boolean) => Request[];
+  map: (obj: DeepReadonly<KubeObject>, forNamespaced: boolean) => Request[];
 }
 
 /** The object's own key (controller-runtime's EnqueueRequestForObject). */
-export function enqueueForObject(obj: KubeObject): Request[] {
+export function enqueueForObject(obj: DeepReadonly<KubeObject>): Request[] {
   return [{ namespace: obj.metadata.namespace, name: obj.metadata.name ?? "" }];
 }
 
@@ -39,5 +39,5 @@ export function enqueueForOwner(owner: KindRef): Watch["map"] {
 
 /** A user map function as a watch mapping (controller-runtime's EnqueueRequestsFromMapFunc). */
 export function enqueueMapped<S extends KubeObject>(map: MapFn<S>): Watch["map"] {
-  return (obj) => map(obj as S);
+  return (obj) => map(obj as DeepReadonly<S>);
 }

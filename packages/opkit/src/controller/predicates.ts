@@ -5,18 +5,24 @@
  * selector, and and/or/not to combine them.
  */
 import { labelMatcher } from "../client/labels.ts";
-import type { KubeObject } from "../client/types.ts";
+import type { DeepReadonly, KubeObject } from "../client/types.ts";
 
+/** Filters events of one kind; objects are the cache's own (read-only). A missing method lets events through. */
 export interface Predicate<T extends KubeObject = KubeObject> {
-  create?(obj: T): boolean;
-  update?(oldObj: T, newObj: T): boolean;
-  delete?(obj: T): boolean;
+  create?(obj: DeepReadonly<T>): boolean;
+  update?(oldObj: DeepReadonly<T>, newObj: DeepReadonly<T>): boolean;
+  delete?(obj: DeepReadonly<T>): boolean;
 }
 
 export type EventKind = "create" | "update" | "delete";
 
 /** Evaluate one predicate for an event; a predicate without a method for that event lets it through. */
-export function allows<T extends KubeObject>(p: Predicate<T>, kind: EventKind, obj: T, oldObj?: T): boolean {
+export function allows<T extends KubeObject>(
+  p: Predicate<T>,
+  kind: EventKind,
+  obj: DeepReadonly<T>,
+  oldObj?: DeepReadonly<T>,
+): boolean {
   switch (kind) {
     case "create":
       return p.create ? p.create(obj) : true;
@@ -27,9 +33,14 @@ export function allows<T extends KubeObject>(p: Predicate<T>, kind: EventKind, o
   }
 }
 
-const onUpdate = <T extends KubeObject>(fn: (o: T, n: T) => boolean): Predicate<T> => ({ update: fn });
+const onUpdate = <T extends KubeObject>(
+  fn: (o: DeepReadonly<T>, n: DeepReadonly<T>) => boolean,
+): Predicate<T> => ({ update: fn });
 
-function sameRecord(a: Record<string, string> | undefined, b: Record<string, string> | undefined): boolean {
+function sameRecord(
+  a: Readonly<Record<string, string>> | undefined,
+  b: Readonly<Record<string, string>> | undefined,
+): boolean {
   const ka = Object.keys(a ?? {});
   if (ka.length !== Object.keys(b ?? {}).length) return false;
   return ka.every((k) => a?.[k] === b?.[k]);

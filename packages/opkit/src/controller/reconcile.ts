@@ -48,8 +48,13 @@ export interface ReconcileContext {
   /** Logger with controller, namespace, name and reconcileID bound. */
   log: Logger;
   reconcileID: string;
-  /** Aborted when the per-reconcile timeout passes or the manager stops. */
+  /**
+   * Aborted when the per-reconcile timeout passes, when leadership is lost, or when a graceful stop's
+   * period ends. The key stays reserved until the function returns, so honour it to free the key early.
+   */
   signal: AbortSignal;
+  /** The operator's field manager (the Manager's name), the default of the helpers' writes. */
+  fieldManager: string;
   client: KubeClient;
   cache: Cache;
   recorder: EventRecorder;

@@ -8,7 +8,7 @@ import { Buffer } from "node:buffer";
 import { hostname } from "node:os";
 import type { KubeClient } from "../client/client.ts";
 import { NotFoundError } from "../client/errors.ts";
-import { kindRef, microTime, objectKey, type KubeObject } from "../client/types.ts";
+import { kindRef, microTime, objectKey, type KubeObject, type ReadonlyKubeObject } from "../client/types.ts";
 import { realClock, type Clock } from "../clock/index.ts";
 
 export type EventType = "Normal" | "Warning";
@@ -68,7 +68,7 @@ export interface EventInput {
   /** Human-readable text (truncated to 1 kB as the API requires). */
   note?: string;
   /** A second object the event is about, e.g. the child that failed. */
-  related?: KubeObject;
+  related?: ReadonlyKubeObject;
 }
 
 export interface EventRecorderOptions {
@@ -163,7 +163,7 @@ export class EventRecorder {
    * Record an event about `regarding`. Resolves when the write finished or was dropped; never rejects,
    * so `void recorder.record(...)` is safe where the caller should not wait.
    */
-  record(regarding: KubeObject, input: EventInput): Promise<void> {
+  record(regarding: ReadonlyKubeObject, input: EventInput): Promise<void> {
     const p = this.#record(regarding, input);
     this.#inflight.add(p);
     void p.finally(() => this.#inflight.delete(p));
@@ -175,7 +175,7 @@ export class EventRecorder {
     while (this.#inflight.size > 0) await Promise.allSettled([...this.#inflight]);
   }
 
-  async #record(regarding: KubeObject, input: EventInput): Promise<void> {
+  async #record(regarding: ReadonlyKubeObject, input: EventInput): Promise<void> {
     const now = this.#clock.now();
     const objectId = regarding.metadata.uid ?? `${regarding.kind ?? ""}/${objectKey(regarding)}`;
     const note = truncateBytes(input.note ?? "", MAX_NOTE_BYTES);
@@ -255,7 +255,7 @@ export class EventRecorder {
     }
   }
 
-  #build(regarding: KubeObject, input: EventInput, note: string): EventV1 {
+  #build(regarding: ReadonlyKubeObject, input: EventInput, note: string): EventV1 {
     return {
       apiVersion: "events.k8s.io/v1",
       kind: "Event",
@@ -311,7 +311,7 @@ function isSink(target: KubeClient | EventSink): target is EventSink {
   return typeof (target as Partial<EventSink>).patchSeries === "function";
 }
 
-function referenceTo(obj: KubeObject): ObjectReference {
+function referenceTo(obj: ReadonlyKubeObject): ObjectReference {
   const ref: ObjectReference = {
     apiVersion: obj.apiVersion,
     kind: obj.kind,

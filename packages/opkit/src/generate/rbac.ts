@@ -3,7 +3,9 @@
  * permissions an operator is deployed with can never drift from what its code does. Output is
  * deterministic: the same declarations always yield byte-identical manifests.
  */
-import type { KindRef, KubeObject } from "../client/types.ts";
+import { groupOf, type KindRef, type KubeObject } from "../client/types.ts";
+import { knownKind } from "../client/scopes.ts";
+import { defaultPlural } from "../api/kind.ts";
 import type { ResourceMapping } from "../client/mapping.ts";
 import type { ExtraPolicyRule, PolicyRule } from "../client/builtins.ts";
 
@@ -52,11 +54,6 @@ const RBAC_API = "rbac.authorization.k8s.io/v1";
 
 /** Verbs in the order kubectl and kubebuilder print them, so generated rules read naturally. */
 const VERB_ORDER = ["get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"];
-
-function groupOfApiVersion(apiVersion: string): string {
-  const slash = apiVersion.indexOf("/");
-  return slash < 0 ? "" : apiVersion.slice(0, slash);
-}
 
 /** Accumulates verbs per (group, resource) for one role, then merges into compact sorted rules. */
 class RuleSet {
@@ -273,55 +270,6 @@ export function resolverFromClient(client: {
 export type CustomKindSource =
   { group: string; plural: string; scope: "Namespaced" | "Cluster"; kind?: string } | KubeObject;
 
-const NS = true;
-const CLUSTER = false;
-
-/** Common built-in kinds by `group/Kind` (core group is ""): plural and whether namespaced. */
-const BUILTIN: Record<string, [string, boolean]> = {
-  "/Pod": ["pods", NS],
-  "/Service": ["services", NS],
-  "/ConfigMap": ["configmaps", NS],
-  "/Secret": ["secrets", NS],
-  "/ServiceAccount": ["serviceaccounts", NS],
-  "/PersistentVolumeClaim": ["persistentvolumeclaims", NS],
-  "/Endpoints": ["endpoints", NS],
-  "/Event": ["events", NS],
-  "/LimitRange": ["limitranges", NS],
-  "/ResourceQuota": ["resourcequotas", NS],
-  "/ReplicationController": ["replicationcontrollers", NS],
-  "/PodTemplate": ["podtemplates", NS],
-  "/Namespace": ["namespaces", CLUSTER],
-  "/Node": ["nodes", CLUSTER],
-  "/PersistentVolume": ["persistentvolumes", CLUSTER],
-  "apps/Deployment": ["deployments", NS],
-  "apps/StatefulSet": ["statefulsets", NS],
-  "apps/DaemonSet": ["daemonsets", NS],
-  "apps/ReplicaSet": ["replicasets", NS],
-  "apps/ControllerRevision": ["controllerrevisions", NS],
-  "batch/Job": ["jobs", NS],
-  "batch/CronJob": ["cronjobs", NS],
-  "autoscaling/HorizontalPodAutoscaler": ["horizontalpodautoscalers", NS],
-  "policy/PodDisruptionBudget": ["poddisruptionbudgets", NS],
-  "networking.k8s.io/Ingress": ["ingresses", NS],
-  "networking.k8s.io/NetworkPolicy": ["networkpolicies", NS],
-  "networking.k8s.io/IngressClass": ["ingressclasses", CLUSTER],
-  "discovery.k8s.io/EndpointSlice": ["endpointslices", NS],
-  "events.k8s.io/Event": ["events", NS],
-  "coordination.k8s.io/Lease": ["leases", NS],
-  "rbac.authorization.k8s.io/Role": ["roles", NS],
-  "rbac.authorization.k8s.io/RoleBinding": ["rolebindings", NS],
-  "rbac.authorization.k8s.io/ClusterRole": ["clusterroles", CLUSTER],
-  "rbac.authorization.k8s.io/ClusterRoleBinding": ["clusterrolebindings", CLUSTER],
-  "storage.k8s.io/StorageClass": ["storageclasses", CLUSTER],
-  "storage.k8s.io/CSIDriver": ["csidrivers", CLUSTER],
-  "storage.k8s.io/VolumeAttachment": ["volumeattachments", CLUSTER],
-  "scheduling.k8s.io/PriorityClass": ["priorityclasses", CLUSTER],
-  "apiextensions.k8s.io/CustomResourceDefinition": ["customresourcedefinitions", CLUSTER],
-  "admissionregistration.k8s.io/MutatingWebhookConfiguration": ["mutatingwebhookconfigurations", CLUSTER],
-  "admissionregistration.k8s.io/ValidatingWebhookConfiguration": ["validatingwebhookconfigurations", CLUSTER],
-  "certificates.k8s.io/CertificateSigningRequest": ["certificatesigningrequests", CLUSTER],
-};
-
 interface CustomEntry {
   group: string;
   kind?: string;
@@ -357,14 +305,6 @@ function customEntry(src: CustomKindSource): CustomEntry {
   return { group: d.group, kind: d.kind, plural: d.plural, namespaced: d.scope !== "Cluster" };
 }
 
-/** Guess of the plural Kubernetes derives from a kind, used only to match definitions given without `kind`. */
-function guessPlural(kind: string): string {
-  const k = kind.toLowerCase();
-  if (/(s|x|z|ch|sh)$/.test(k)) return `${k}es`;
-  if (/[^aeiou]y$/.test(k)) return `${k.slice(0, -1)}ies`;
-  return `${k}s`;
-}
-
 /**
  * Offline resolver (no cluster): a table of common built-in kinds, plus the custom kinds given as CRDs
  * or `{group, kind, plural, scope}` objects. Definitions without `kind` match the kind whose regular
@@ -373,13 +313,13 @@ function guessPlural(kind: string): string {
 export function builtinResolver(custom: readonly CustomKindSource[] = []): KindResolver {
   const entries = custom.map(customEntry);
   return (kind) => {
-    const group = groupOfApiVersion(kind.apiVersion);
+    const group = groupOf(kind.apiVersion);
     const c =
       entries.find((e) => e.group === group && e.kind === kind.kind) ??
-      entries.find((e) => e.group === group && !e.kind && e.plural === guessPlural(kind.kind));
+      entries.find((e) => e.group === group && !e.kind && e.plural === defaultPlural(kind.kind));
     if (c) return { group, resource: c.plural, namespaced: c.namespaced };
-    const b = BUILTIN[`${group}/${kind.kind}`];
-    if (b) return { group, resource: b[0], namespaced: b[1] };
+    const b = knownKind(kind);
+    if (b) return { group, resource: b.resource, namespaced: b.scope === "Namespaced" };
     throw new RbacGenerationError(
       `unknown kind ${kind.apiVersion} ${kind.kind}: pass its CRD or {group, kind, plural, scope} to builtinResolver, or resolve against a cluster with resolverFromClient`,
     );

@@ -7,20 +7,23 @@
  */
 import type { KubeClient } from "../client/client.ts";
 import { NotFoundError } from "../client/errors.ts";
-import type { KindRef, KubeObject } from "../client/types.ts";
+import type { KindRef, KubeObject, ReadonlyKubeObject } from "../client/types.ts";
 import { jsonEqual } from "./json.ts";
 import { describeObject, setControllerReferenceAsync, type ControllerReferenceOptions } from "./ownerrefs.ts";
 
 export interface ApplyOwnedOptions extends ControllerReferenceOptions {
-  /** The operator's field manager; one per controller keeps ownership of fields readable. */
-  fieldManager: string;
+  /**
+   * The field manager of the write (default: the client's, which for `ctx.client` is the operator's
+   * name): one per operator keeps ownership of fields readable.
+   */
+  fieldManager?: string;
   /** Take fields over from other managers (default true: the controller is the source of truth). */
   force?: boolean;
 }
 
 /** A copy fit for an apply body: the server rejects managedFields in an apply request. */
-export function applyBody<T extends KubeObject>(obj: T): T {
-  const copy = structuredClone(obj);
+export function applyBody<T extends ReadonlyKubeObject>(obj: T): KubeObject & T {
+  const copy = structuredClone(obj) as KubeObject & T;
   delete copy.metadata.managedFields;
   return copy;
 }
@@ -29,11 +32,11 @@ export function applyBody<T extends KubeObject>(obj: T): T {
  * Set `owner` as the controller of `child` (rules checked, scopes from discovery) and server-side apply
  * the child. `child` is not modified. Returns the object the server stored.
  */
-export async function applyOwned<T extends KubeObject>(
+export async function applyOwned<T extends ReadonlyKubeObject>(
   client: KubeClient,
-  owner: KubeObject,
+  owner: ReadonlyKubeObject,
   child: T,
-  opts: ApplyOwnedOptions,
+  opts: ApplyOwnedOptions = {},
 ): Promise<T> {
   const body = await setControllerReferenceAsync(client, owner, applyBody(child), opts);
   return client.apply(body, { fieldManager: opts.fieldManager, force: opts.force ?? true });

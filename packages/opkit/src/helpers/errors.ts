@@ -7,7 +7,7 @@
  */
 import type { KubeClient } from "../client/client.ts";
 import { NotFoundError } from "../client/errors.ts";
-import { objectKey, type KubeObject } from "../client/types.ts";
+import { objectKey, type DeepReadonly, type KubeObject, type ReadonlyKubeObject } from "../client/types.ts";
 import { realClock, type Clock } from "../clock/index.ts";
 import { setCondition, type Condition } from "./conditions.ts";
 import type { EventRecorder } from "../events/recorder.ts";
@@ -89,7 +89,7 @@ export interface ManageContext {
 }
 
 /** Objects whose status carries `metav1.Condition`s. */
-export type ConditionedObject = KubeObject & { status?: { conditions?: Condition[] } };
+export type ConditionedObject = DeepReadonly<KubeObject & { status?: { conditions?: Condition[] } }>;
 
 export interface ManageErrorOptions {
   /** Default "Ready". */
@@ -125,7 +125,7 @@ export function reasonForError(err: unknown): string {
   return "ReconcileError";
 }
 
-function retryId(obj: KubeObject): string {
+function retryId(obj: ReadonlyKubeObject): string {
   return obj.metadata.uid ?? `${obj.kind ?? ""}/${objectKey(obj)}`;
 }
 
@@ -135,9 +135,9 @@ function retryId(obj: KubeObject): string {
  * A NotFound on the status write (the object was deleted meanwhile) is ignored; other write errors
  * reject, so the controller's own error backoff takes over.
  */
-export async function manageError<T extends ConditionedObject>(
+export async function manageError(
   ctx: ManageContext,
-  obj: T,
+  obj: ConditionedObject,
   err: unknown,
   opts: ManageErrorOptions = {},
 ): Promise<number> {
@@ -161,9 +161,9 @@ export async function manageError<T extends ConditionedObject>(
 }
 
 /** Report a successful reconcile: reset the object's retry delay and set the condition True. */
-export async function manageSuccess<T extends ConditionedObject>(
+export async function manageSuccess(
   ctx: ManageContext,
-  obj: T,
+  obj: ConditionedObject,
   opts: ManageSuccessOptions = {},
 ): Promise<void> {
   ctx.retries.forget(retryId(obj));

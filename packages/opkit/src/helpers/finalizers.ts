@@ -5,19 +5,19 @@
  */
 import type { KubeClient } from "../client/client.ts";
 import { NotFoundError } from "../client/errors.ts";
-import type { KindRef, KubeObject } from "../client/types.ts";
+import type { KindRef, ReadonlyKubeObject } from "../client/types.ts";
 
 export type FinalizerOutcome = "added" | "finalized" | "noop";
 
-export function hasFinalizer(obj: KubeObject, name: string): boolean {
+export function hasFinalizer(obj: ReadonlyKubeObject, name: string): boolean {
   return obj.metadata.finalizers?.includes(name) ?? false;
 }
 
-export function isBeingDeleted(obj: KubeObject): boolean {
+export function isBeingDeleted(obj: ReadonlyKubeObject): boolean {
   return Boolean(obj.metadata.deletionTimestamp);
 }
 
-function kindOf<T extends KubeObject>(obj: T): KindRef<T> {
+function kindOf(obj: ReadonlyKubeObject): KindRef {
   if (!obj.apiVersion || !obj.kind || !obj.metadata.name) {
     throw new Error(`finalizers need an object with apiVersion, kind and metadata.name`);
   }
@@ -29,23 +29,28 @@ function kindOf<T extends KubeObject>(obj: T): KindRef<T> {
  * server answers 409 Conflict (ConflictError) when the object changed since, instead of overwriting a
  * list someone else just extended.
  */
-function writeFinalizers<T extends KubeObject>(client: KubeClient, obj: T, finalizers: string[]): Promise<T> {
+/** The server answers with the object as stored: the same kind, so typed as the input's kind. */
+async function writeFinalizers<O extends ReadonlyKubeObject>(
+  client: KubeClient,
+  obj: O,
+  finalizers: string[],
+): Promise<O> {
   const metadata: Record<string, unknown> = { finalizers };
   if (obj.metadata.resourceVersion) metadata.resourceVersion = obj.metadata.resourceVersion;
-  return client.patch(
+  return (await client.patch(
     kindOf(obj),
     obj.metadata.name ?? "",
     { metadata },
     { type: "merge", namespace: obj.metadata.namespace },
-  );
+  )) as unknown as O;
 }
 
 /** Add finalizer `name` unless present. Returns the object as written (or `obj` when unchanged). */
-export async function ensureFinalizer<T extends KubeObject>(
+export async function ensureFinalizer<O extends ReadonlyKubeObject>(
   client: KubeClient,
-  obj: T,
+  obj: O,
   name: string,
-): Promise<T> {
+): Promise<O> {
   if (hasFinalizer(obj, name)) return obj;
   return writeFinalizers(client, obj, [...(obj.metadata.finalizers ?? []), name]);
 }
@@ -54,11 +59,11 @@ export async function ensureFinalizer<T extends KubeObject>(
  * Remove finalizer `name` if present. Returns the object as written, `obj` when there was nothing to
  * remove, or undefined when the object is gone (the last finalizer released it, or it was gone already).
  */
-export async function removeFinalizer<T extends KubeObject>(
+export async function removeFinalizer<O extends ReadonlyKubeObject>(
   client: KubeClient,
-  obj: T,
+  obj: O,
   name: string,
-): Promise<T | undefined> {
+): Promise<O | undefined> {
   if (!hasFinalizer(obj, name)) return obj;
   try {
     return await writeFinalizers(
@@ -82,11 +87,11 @@ export async function removeFinalizer<T extends KubeObject>(
  * backoff and the object cannot disappear before its external resources are released. Cleanup must be
  * idempotent: it runs again if removing the finalizer fails after it succeeded.
  */
-export async function handleFinalizer<T extends KubeObject>(
+export async function handleFinalizer<O extends ReadonlyKubeObject>(
   client: KubeClient,
-  obj: T,
+  obj: O,
   name: string,
-  cleanup: (obj: T) => Promise<void>,
+  cleanup: (obj: O) => Promise<void>,
 ): Promise<FinalizerOutcome> {
   if (!isBeingDeleted(obj)) {
     if (hasFinalizer(obj, name)) return "noop";

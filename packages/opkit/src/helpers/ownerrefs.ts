@@ -5,7 +5,14 @@
  * later, far from the bug; failing here names both objects and the rule at the line that broke it.
  */
 import type { KubeClient } from "../client/client.ts";
-import { groupOf, objectKey, type KubeObject, type OwnerReference } from "../client/types.ts";
+import { kindScope } from "../client/scopes.ts";
+import {
+  groupOf,
+  objectKey,
+  type DeepReadonly,
+  type KubeObject,
+  type OwnerReference,
+} from "../client/types.ts";
 
 /** A rule of ownership was broken; the message names owner, child and the rule. */
 export class OwnerReferenceError extends Error {
@@ -23,8 +30,8 @@ export class OwnerReferenceError extends Error {
 
 /** The child already has a different controller; an object has at most one. */
 export class AlreadyOwnedError extends OwnerReferenceError {
-  readonly existing: OwnerReference;
-  constructor(owner: string, child: string, existing: OwnerReference) {
+  readonly existing: DeepReadonly<OwnerReference>;
+  constructor(owner: string, child: string, existing: DeepReadonly<OwnerReference>) {
     super(
       owner,
       child,
@@ -48,13 +55,13 @@ export interface ControllerReferenceOptions {
 }
 
 /** "Kind namespace/name" for messages. */
-export function describeObject(obj: KubeObject): string {
+export function describeObject(obj: DeepReadonly<KubeObject>): string {
   return `${obj.kind ?? "object"} ${objectKey(obj) || "(unnamed)"}`;
 }
 
 /** The owner reference that marks `owner` as the controller of another object. */
 export function controllerReferenceTo(
-  owner: KubeObject,
+  owner: DeepReadonly<KubeObject>,
   opts: ControllerReferenceOptions = {},
 ): OwnerReference {
   const { apiVersion, kind } = owner;
@@ -77,20 +84,34 @@ export function controllerReferenceTo(
 }
 
 /**
- * Make `owner` the controller of `child`, checking the rules with the scopes you pass. Mutates
+ * Whether an object's kind is namespaced: the caller's answer if given, else what this process knows of
+ * the kind (built-in kinds, `defineKind`, discovery), else whether the object carries a namespace (an
+ * object read from the server carries one exactly when its kind is namespaced).
+ */
+function namespacedOf(obj: DeepReadonly<KubeObject>, given: boolean | undefined): boolean {
+  if (given !== undefined) return given;
+  const known =
+    obj.apiVersion && obj.kind ? kindScope({ apiVersion: obj.apiVersion, kind: obj.kind }) : undefined;
+  if (known) return known === "Namespaced";
+  return Boolean(obj.metadata.namespace);
+}
+
+/**
+ * Make `owner` the controller of `child`, checking the garbage collector's rules. Mutates
  * `child.metadata.ownerReferences` (like controller-runtime) and returns `child`. A reference to the
  * same owner (same group, kind and name) is replaced, so a recreated owner takes over its children.
+ * Scopes come from `opts` when given, else from the kinds opkit knows (see `kindScope`).
  */
 export function setControllerReference<T extends KubeObject>(
-  owner: KubeObject,
+  owner: DeepReadonly<KubeObject>,
   child: T,
-  opts: OwnerScopes & ControllerReferenceOptions,
+  opts: Partial<OwnerScopes> & ControllerReferenceOptions = {},
 ): T {
   const ownerName = describeObject(owner);
   const childName = describeObject(child);
   const ref = controllerReferenceTo(owner, opts);
-  if (opts.ownerNamespaced) {
-    if (!opts.childNamespaced) {
+  if (namespacedOf(owner, opts.ownerNamespaced)) {
+    if (!namespacedOf(child, opts.childNamespaced)) {
       throw new OwnerReferenceError(
         ownerName,
         childName,
@@ -116,7 +137,7 @@ export function setControllerReference<T extends KubeObject>(
 /** Like `setControllerReference`, with both scopes looked up through the client's discovery. */
 export async function setControllerReferenceAsync<T extends KubeObject>(
   client: KubeClient,
-  owner: KubeObject,
+  owner: DeepReadonly<KubeObject>,
   child: T,
   opts: ControllerReferenceOptions = {},
 ): Promise<T> {
@@ -127,7 +148,7 @@ export async function setControllerReferenceAsync<T extends KubeObject>(
   return setControllerReference(owner, child, { ...opts, ownerNamespaced, childNamespaced });
 }
 
-async function isNamespaced(client: KubeClient, obj: KubeObject): Promise<boolean> {
+async function isNamespaced(client: KubeClient, obj: DeepReadonly<KubeObject>): Promise<boolean> {
   if (!obj.apiVersion || !obj.kind) {
     throw new Error(`${describeObject(obj)} has no apiVersion/kind: set both to resolve its scope`);
   }
@@ -135,17 +156,17 @@ async function isNamespaced(client: KubeClient, obj: KubeObject): Promise<boolea
 }
 
 /** Same object for ownership purposes: group, kind and name (the version may differ). */
-function sameOwner(a: OwnerReference, b: OwnerReference): boolean {
+function sameOwner(a: DeepReadonly<OwnerReference>, b: DeepReadonly<OwnerReference>): boolean {
   return groupOf(a.apiVersion) === groupOf(b.apiVersion) && a.kind === b.kind && a.name === b.name;
 }
 
 /** The controller owner reference of `obj`, if any. */
-export function getControllerOf(obj: KubeObject): OwnerReference | undefined {
+export function getControllerOf(obj: DeepReadonly<KubeObject>): DeepReadonly<OwnerReference> | undefined {
   return obj.metadata.ownerReferences?.find((r) => r.controller === true);
 }
 
 /** Whether `owner` (by UID) is the controller of `obj`. */
-export function isControlledBy(obj: KubeObject, owner: KubeObject): boolean {
+export function isControlledBy(obj: DeepReadonly<KubeObject>, owner: DeepReadonly<KubeObject>): boolean {
   const uid = owner.metadata.uid;
   return uid !== undefined && getControllerOf(obj)?.uid === uid;
 }

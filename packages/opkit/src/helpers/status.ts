@@ -4,11 +4,11 @@
  * users complain about. Comparing first breaks that loop.
  */
 import type { KubeClient } from "../client/client.ts";
-import type { KubeObject } from "../client/types.ts";
+import type { DeepReadonly, ReadonlyKubeObject } from "../client/types.ts";
 import { jsonEqual, mergePatchDiff } from "./json.ts";
 
 /** The status type of an object type (`unknown` for objects typed without one). */
-export type StatusOf<T> = T extends { status?: infer S } ? S : unknown;
+export type StatusOf<T> = T extends { readonly status?: infer S } ? S : unknown;
 
 export interface StatusWriteOptions {
   fieldManager?: string;
@@ -23,10 +23,10 @@ export interface StatusWriteOptions {
  * with NotFoundError. A NotFoundError also means the object is gone; callers that do not care use
  * `manageError`/`manageSuccess`, which ignore it.
  */
-export async function updateStatusIfChanged<T extends KubeObject>(
+export async function updateStatusIfChanged<O extends ReadonlyKubeObject>(
   client: KubeClient,
-  obj: T,
-  status: StatusOf<T>,
+  obj: O,
+  status: DeepReadonly<StatusOf<O>> | undefined,
   opts: StatusWriteOptions = {},
 ): Promise<boolean> {
   const current = (obj as { status?: unknown }).status;

@@ -5,11 +5,15 @@
  * are written: a log line is far easier to leak than a Secret.
  */
 import { randomUUID } from "node:crypto";
+import { createRequire } from "node:module";
 import { pino, type DestinationStream, type Logger as PinoLogger } from "pino";
 
 export type Logger = PinoLogger;
 
 export type LogLevel = "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
+
+/** "json" for machines (one object per line); "text" for people at a terminal. */
+export type LogFormat = "json" | "text";
 
 const LEVELS: readonly string[] = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
 
@@ -46,6 +50,11 @@ export interface LoggerOptions {
   name?: string;
   /** Where lines go; default stdout. Tests pass a stream they read. */
   destination?: DestinationStream;
+  /**
+   * "json" (default) or "text": time, coloured level, the controller and object first, then the
+   * message and the other fields, as controller-runtime's development mode prints.
+   */
+  format?: LogFormat;
   /** Extra redact paths on top of DEFAULT_REDACT_PATHS. */
   redact?: readonly string[];
 }
@@ -77,8 +86,39 @@ export function createLogger(options: LoggerOptions = {}): Logger {
     },
     // Synchronous writes: the last lines before a crash or a lost lease are the ones that matter, and
     // an async buffer would drop them on exit.
-    options.destination ?? pino.destination({ dest: 1, sync: true }),
+    options.format === "text"
+      ? textDestination(options.destination)
+      : (options.destination ?? pino.destination({ dest: 1, sync: true })),
   );
+}
+
+interface PrettyOptions {
+  destination?: DestinationStream | number;
+  sync?: boolean;
+  colorize?: boolean;
+  translateTime?: string;
+  ignore?: string;
+  messageFormat?: string;
+  singleLine?: boolean;
+}
+
+/**
+ * pino-pretty, loaded only when text logs are asked for: operators in containers log JSON and should
+ * not pay for a formatter they never use.
+ */
+function textDestination(destination: DestinationStream | undefined): DestinationStream {
+  const pretty = createRequire(import.meta.url)("pino-pretty") as (o: PrettyOptions) => DestinationStream;
+  return pretty({
+    destination: destination ?? 1,
+    sync: true,
+    colorize: destination === undefined && Boolean(process.stdout.isTTY),
+    translateTime: "SYS:HH:MM:ss.l",
+    ignore: "logger,controller,namespace,name,reconcileID",
+    // The object a line is about comes first: "[gadgets] ns/name  message".
+    messageFormat:
+      "{if controller}[{controller}] {end}{if namespace}{namespace}/{end}{if name}{name}  {end}{msg}",
+    singleLine: true,
+  });
 }
 
 function resolveLevel(option: LogLevel | undefined): LogLevel {

@@ -21,6 +21,7 @@ export {
   type OpsServerOptions,
 } from "./server.ts";
 export {
+  defaultIdentity,
   DEFAULT_LEASE_DURATION_MS,
   DEFAULT_RENEW_DEADLINE_MS,
   DEFAULT_RETRY_PERIOD_MS,
@@ -33,5 +34,30 @@ export {
   type LeaderElectorOptions,
   type StoppedLeadingInfo,
 } from "./leaderelection.ts";
-export { Manager, type ManagerOptions, type LeaderElectionOptions, type ListenAddress } from "./manager.ts";
-export { defineOperator, runOperator, type OperatorDefinition } from "./operator.ts";
+export {
+  Manager,
+  ManagerConfigError,
+  type ManagerOptions,
+  type LeaderElectionOptions,
+  type ListenAddress,
+  type Runnable,
+} from "./manager.ts";
+export {
+  DEFAULT_WEBHOOK_PORT,
+  FlagError,
+  operatorUsage,
+  parseBindAddress,
+  parseOperatorFlags,
+  type FlagSpec,
+  type FlagValues,
+  type OperatorFlags,
+} from "./flags.ts";
+export {
+  defineOperator,
+  managerOptionsFromFlags,
+  offlineContext,
+  runOperator,
+  OperatorDefinitionError,
+  type OperatorContext,
+  type OperatorDefinition,
+} from "./operator.ts";

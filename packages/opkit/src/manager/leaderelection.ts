@@ -92,6 +92,11 @@ export class LeadershipLostError extends Error {
   }
 }
 
+/** A unique candidate identity: the host name (the pod's name in a cluster) and a random id, as client-go. */
+export function defaultIdentity(): string {
+  return `${hostname()}_${randomUUID()}`;
+}
+
 export const DEFAULT_LEASE_DURATION_MS = 15_000;
 export const DEFAULT_RENEW_DEADLINE_MS = 10_000;
 export const DEFAULT_RETRY_PERIOD_MS = 2_000;
@@ -133,7 +138,7 @@ export class LeaderElector {
     this.#client = options.client;
     this.#namespace = options.namespace;
     this.#name = options.name;
-    this.identity = options.identity ?? `${hostname()}_${randomUUID()}`;
+    this.identity = options.identity ?? defaultIdentity();
     this.#leaseDurationMs = options.leaseDurationMs ?? DEFAULT_LEASE_DURATION_MS;
     this.#renewDeadlineMs = options.renewDeadlineMs ?? DEFAULT_RENEW_DEADLINE_MS;
     this.#retryPeriodMs = options.retryPeriodMs ?? DEFAULT_RETRY_PERIOD_MS;

@@ -165,4 +165,81 @@ describe("manager processes", () => {
     assert.equal(await reconciledBy(env, ns, "slow"), "slow");
     assert.ok(tookMs < 10_000, `exited in ${tookMs} ms`);
   });
+
+  it("a leader whose Lease is taken over during a slow reconcile exits within the renew deadline + 1 s and writes nothing after", async (t) => {
+    const ns = await env.namespace("takeover");
+    // The reconcile ignores its signal, sleeps 6 s, then writes the copy: a write after losing the
+    // Lease would race the new leader.
+    const r = startReplica(env, ns, "old-leader", { LEASE: "copy-operator", SLOW_MS: "6000" });
+    t.after(() => stopAll([r]));
+    await eventually(
+      "leading",
+      async () =>
+        (await env.client.get(Leases, "copy-operator", { namespace: ns }).catch(() => undefined))?.spec
+          ?.holderIdentity === "old-leader",
+      60_000,
+    );
+    await env.client.create(sourceCm(ns, "slow", { n: "1" }));
+    await eventually(
+      "reconcile started",
+      () => r.output.some((l) => l.includes('"reconcile-start"')),
+      30_000,
+    );
+    // Another identity takes the Lease over, as a successor would after a network partition.
+    const lease = await env.client.get(Leases, "copy-operator", { namespace: ns });
+    const now = new Date().toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
+    await env.client.update({
+      ...lease,
+      spec: {
+        ...lease.spec,
+        holderIdentity: "successor",
+        renewTime: now,
+        acquireTime: now,
+        leaseDurationSeconds: 60,
+      },
+    });
+    const takenAt = Date.now();
+    const code = await r.exited;
+    const exitMs = Date.now() - takenAt;
+    t.diagnostic(`the old leader exited ${exitMs} ms after the takeover (renew deadline 4 s)`);
+    assert.equal(code, 1, "losing leadership exits non-zero");
+    assert.ok(exitMs <= 4_000 + 1_000, `exited within renew deadline + 1 s (took ${exitMs} ms)`);
+    // The slow reconcile would have written at 6 s: nothing may appear.
+    await new Promise((res) => setTimeout(res, 7_000));
+    assert.equal(await reconciledBy(env, ns, "slow"), undefined, "no write after leadership was lost");
+  });
+
+  it("a standby stops at once on SIGTERM and never takes the Lease while stopping", async (t) => {
+    const ns = await env.namespace("standby");
+    const leader = startReplica(env, ns, "leader", { LEASE: "copy-operator" });
+    t.after(() => stopAll([leader]));
+    await eventually(
+      "leading",
+      async () =>
+        (await env.client.get(Leases, "copy-operator", { namespace: ns }).catch(() => undefined))?.spec
+          ?.holderIdentity === "leader",
+      60_000,
+    );
+    const standby = startReplica(env, ns, "standby", { LEASE: "copy-operator", GRACE_MS: "30000" });
+    t.after(() => stopAll([standby]));
+    await eventually(
+      "standby synced",
+      () => standby.output.some((l) => l.includes("waiting for leadership")),
+      60_000,
+    );
+    // Keys are queued in the standby (its informers see these) but it never ran them.
+    for (let i = 0; i < 5; i++) await env.client.create(sourceCm(ns, `q-${i}`, { n: String(i) }));
+    await new Promise((res) => setTimeout(res, 500));
+    // The leader dies as the standby is asked to stop: a stopping standby must not take over.
+    leader.child.kill("SIGKILL");
+    const sentAt = Date.now();
+    standby.child.kill("SIGTERM");
+    const code = await standby.exited;
+    const tookMs = Date.now() - sentAt;
+    assert.equal(code, 0, `clean exit (output: ${standby.output.slice(-3).join(" | ")})`);
+    assert.ok(tookMs < 3_000, `a standby stops at once (took ${tookMs} ms)`);
+    assert.ok(!standby.output.some((l) => l.includes("became leader")), "it never led while stopping");
+    const lease = await env.client.get(Leases, "copy-operator", { namespace: ns });
+    assert.equal(lease.spec?.holderIdentity, "leader", "the Lease was not taken by the stopping standby");
+  });
 });

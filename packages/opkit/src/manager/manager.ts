@@ -1,24 +1,39 @@
 /**
  * The Manager runs one operator process: it owns the client, the shared cache, metrics, logging and the
- * ops server, and the controllers added to it. Start order: ops server (metrics, /healthz, /readyz),
- * controller watches and caches (wait for sync), then — after winning leader election when it is on —
- * the controllers' workers. Stop runs in reverse: no new reconciles, in-flight ones finish within the
- * grace period, leadership is released, caches and servers stop. SIGTERM/SIGINT trigger that stop.
+ * ops server, and the controllers and runnables added to it. Start order: ops server (metrics,
+ * /healthz, /readyz), controller watches and caches (wait for sync), runnables that need no
+ * leadership, then — after winning leader election when it is on — the controllers' workers and the
+ * runnables that need leadership.
+ *
+ * Stopping comes in two kinds. A graceful stop (SIGTERM) stops campaigning first, lets in-flight
+ * reconciles finish within the grace period, releases the Lease and stops caches and servers. Losing
+ * leadership is different: another replica may already lead, so every reconcile's signal is aborted,
+ * the workers stop, and the process exits at once (as controller-runtime does); a custom
+ * `onLeadershipLost` hook is told first but cannot keep anything running.
  */
-import { hostname } from "node:os";
-import { randomUUID } from "node:crypto";
 import { Cache, type CacheOptions } from "../cache/cache.ts";
 import { KubeClient, type ClientOptions } from "../client/client.ts";
-import type { Clock } from "../clock/index.ts";
+import { realClock, type Clock, type TimerHandle } from "../clock/index.ts";
 import type { Controller } from "../controller/controller.ts";
 import { createLogger, type Logger } from "../logging/index.ts";
 import { Metrics } from "../metrics/index.ts";
-import { LeaderElector, type LeaderElectorOptions } from "./leaderelection.ts";
-import { OpsServer, cacheSyncedCheck, type Check } from "./server.ts";
+import {
+  defaultIdentity,
+  LeaderElector,
+  LeadershipLostError,
+  type LeaderElectorOptions,
+} from "./leaderelection.ts";
+import {
+  DEFAULT_HEALTH_PORT,
+  DEFAULT_METRICS_PORT,
+  OpsServer,
+  cacheSyncedCheck,
+  type Check,
+} from "./server.ts";
 
 export interface ListenAddress {
   host?: string;
-  /** 0 picks a free port. */
+  /** 0 picks a free port (logged, and readable from `manager.ports`). */
   port: number;
 }
 
@@ -35,12 +50,25 @@ export interface LeaderElectionOptions {
   identity?: string;
 }
 
+/**
+ * Anything with a start and a stop that should live and die with the manager: a webhook server, a
+ * poller of an external system, a custom informer. `start` gets a signal that aborts when it must
+ * stop; the promise it returns (if any) should settle once it has.
+ */
+export interface Runnable {
+  /** For logs and errors. */
+  readonly name: string;
+  /** Start only on the leader (default false: every replica runs it, e.g. a webhook server). */
+  readonly needLeaderElection?: boolean;
+  start(signal: AbortSignal): void | Promise<void>;
+}
+
 export interface ManagerOptions {
   /** Kubeconfig path (default: standard loading rules) — or pass a ready `client`. */
   kubeconfig?: string;
   client?: KubeClient;
   clientOptions?: ClientOptions;
-  /** Field manager for server-side apply and writes (default: the manager name). */
+  /** The operator's name: its field manager for writes and server-side apply, and its logger name. */
   name?: string;
   cache?: CacheOptions;
   /** Metrics endpoint (default 0.0.0.0:8080; false disables). */
@@ -48,14 +76,28 @@ export interface ManagerOptions {
   /** /healthz and /readyz (default 0.0.0.0:8081; the same address as metrics serves both). */
   health?: ListenAddress | false;
   leaderElection?: LeaderElectionOptions | false;
-  /** How long in-flight reconciles may take to finish on shutdown (default 30 s). */
+  /** How long in-flight reconciles may take to finish on a graceful stop (default 30 s). */
   gracefulShutdownMs?: number;
   /** How long caches may take to sync before start fails with the kinds that did not (default 2 min). */
   cacheSyncTimeoutMs?: number;
   logger?: Logger;
   clock?: Clock;
-  /** Called when leadership is lost; the default stops the manager and exits the process with code 1. */
-  onLeadershipLost?: () => void;
+  /**
+   * Told when leadership is lost, after every reconcile was aborted and the workers stopped. Without a
+   * hook the process exits with code 1 at once; with one, the manager shuts down its caches and
+   * servers and `run()` rejects with the LeadershipLostError (for embedding and tests).
+   */
+  onLeadershipLost?: (err: LeadershipLostError) => void;
+}
+
+type Entry = { kind: "controller"; controller: Controller } | { kind: "runnable"; runnable: Runnable };
+
+/** A manager was used wrongly (duplicate names, added after start). */
+export class ManagerConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ManagerConfigError";
+  }
 }
 
 export class Manager {
@@ -65,13 +107,17 @@ export class Manager {
   readonly logger: Logger;
   readonly metrics: Metrics;
   private readonly opts: ManagerOptions;
-  private readonly controllers: Controller[] = [];
+  private readonly entries: Entry[] = [];
   private readonly servers: OpsServer[] = [];
   private readonly readyChecks: [string, Check][] = [];
+  private readonly runnableStops = new Map<Runnable, { abort: AbortController; done: Promise<void> }>();
   private elector: LeaderElector | undefined;
-  private controllersStarted = false;
+  private leaderWorkStarted = false;
+  private startCalled = false;
   private stopped: Promise<void> | undefined;
+  private lost: LeadershipLostError | undefined;
   private resolveDone: (() => void) | undefined;
+  /** Resolves once the manager has stopped (gracefully or after losing leadership). */
   readonly done: Promise<void>;
   /** Ports the ops servers listen on, once started. */
   readonly ports: { metrics?: number; health?: number } = {};
@@ -84,7 +130,7 @@ export class Manager {
     this.metrics = new Metrics({ clock: opts.clock });
     this.cache = new Cache(client, {
       ...opts.cache,
-      clock: opts.clock,
+      clock: opts.cache?.clock ?? opts.clock,
       onError: (err, kind) =>
         this.logger.error(
           { kind, err: err instanceof Error ? err.message : String(err) },
@@ -114,10 +160,15 @@ export class Manager {
     return new Manager(client, opts);
   }
 
-  add(c: Controller): this {
-    if (this.controllers.some((x) => x.name === c.name))
-      throw new Error(`a controller named "${c.name}" is already added`);
-    this.controllers.push(c);
+  /** Add a controller, or any runnable that should start and stop with the manager. */
+  add(item: Controller | Runnable): this {
+    if (this.startCalled) throw new ManagerConfigError(`cannot add "${item.name}" after the manager started`);
+    if (
+      this.entries.some((e) => (e.kind === "controller" ? e.controller.name : e.runnable.name) === item.name)
+    )
+      throw new ManagerConfigError(`a controller or runnable named "${item.name}" is already added`);
+    if (isController(item)) this.entries.push({ kind: "controller", controller: item });
+    else this.entries.push({ kind: "runnable", runnable: item });
     return this;
   }
 
@@ -126,12 +177,23 @@ export class Manager {
     return this;
   }
 
-  /** True once controllers run (after sync, and leadership when enabled). */
+  /** True once leader work runs (after sync, and leadership when enabled). */
   get leading(): boolean {
-    return this.controllersStarted;
+    return this.leaderWorkStarted && !this.lost;
+  }
+
+  private get controllers(): Controller[] {
+    return this.entries.flatMap((e) => (e.kind === "controller" ? [e.controller] : []));
+  }
+
+  private runnables(leader: boolean): Runnable[] {
+    return this.entries.flatMap((e) =>
+      e.kind === "runnable" && Boolean(e.runnable.needLeaderElection) === leader ? [e.runnable] : [],
+    );
   }
 
   async start(): Promise<void> {
+    this.startCalled = true;
     await this.startServers();
     for (const c of this.controllers) {
       await c.setup({
@@ -140,21 +202,24 @@ export class Manager {
         logger: this.logger,
         metrics: this.metrics,
         clock: this.opts.clock,
+        fieldManager: this.name,
       });
     }
     this.cache.start();
     await this.cache.waitForSync(this.opts.cacheSyncTimeoutMs ?? 120_000);
-    this.logger.info({ kinds: this.cache.health().map((h) => h.kind) }, "caches synced");
+    this.logger.info({ kinds: [...new Set(this.cache.health().map((h) => h.kind))] }, "caches synced");
+    for (const r of this.runnables(false)) this.startRunnable(r);
     const le = this.opts.leaderElection;
     if (!le) {
-      this.startControllers();
+      this.startLeaderWork();
       return;
     }
+    const namespace = le.namespace ?? process.env.POD_NAMESPACE ?? "default";
     this.elector = new LeaderElector({
       client: this.client,
       name: le.name,
-      namespace: le.namespace ?? process.env.POD_NAMESPACE ?? "default",
-      identity: le.identity ?? `${hostname()}_${randomUUID()}`,
+      namespace,
+      identity: le.identity ?? defaultIdentity(),
       leaseDurationMs: le.leaseDurationMs,
       renewDeadlineMs: le.renewDeadlineMs,
       retryPeriodMs: le.retryPeriodMs,
@@ -163,32 +228,73 @@ export class Manager {
       onLeaderStatus: this.metrics.leaderStatus(le.name),
     } satisfies LeaderElectorOptions);
     this.logger.info(
-      { lease: `${le.namespace ?? "default"}/${le.name}`, identity: this.elector.identity },
+      { lease: `${namespace}/${le.name}`, identity: this.elector.identity },
       "waiting for leadership",
     );
     void this.elector.run({
       onStartedLeading: () => {
+        if (this.stopped) return;
         this.logger.info({ identity: this.elector?.identity }, "became leader; starting controllers");
-        this.startControllers();
+        this.startLeaderWork();
       },
       onStoppedLeading: (info) => {
         if (!info.lost) return;
-        this.logger.error({ reason: info.reason }, "leadership lost; stopping");
-        if (this.opts.onLeadershipLost) this.opts.onLeadershipLost();
-        else void this.stop().finally(() => process.exit(1));
+        this.onLeadershipLost(
+          new LeadershipLostError(`${namespace}/${le.name}`, this.elector?.identity ?? "", info.reason),
+        );
       },
     });
   }
 
-  private startControllers(): void {
-    if (this.controllersStarted) return;
-    this.controllersStarted = true;
+  private startLeaderWork(): void {
+    if (this.leaderWorkStarted) return;
+    this.leaderWorkStarted = true;
     for (const c of this.controllers) c.start();
+    for (const r of this.runnables(true)) this.startRunnable(r);
+  }
+
+  private startRunnable(r: Runnable): void {
+    const abort = new AbortController();
+    const done = Promise.resolve()
+      .then(() => r.start(abort.signal))
+      .catch((err: unknown) => {
+        if (abort.signal.aborted) return;
+        this.logger.error(
+          { runnable: r.name, err: err instanceof Error ? err.stack : String(err) },
+          "runnable failed",
+        );
+      });
+    this.runnableStops.set(r, { abort, done });
+  }
+
+  /**
+   * Leadership is gone: stop every reconcile now (abort their signals, hand out no more keys) so no
+   * write follows a successor's; then tell the hook, or exit the process at once.
+   */
+  private onLeadershipLost(err: LeadershipLostError): void {
+    if (this.lost) return;
+    this.lost = err;
+    for (const c of this.controllers) c.abort(err);
+    for (const r of this.runnables(true)) this.runnableStops.get(r)?.abort.abort(err);
+    this.logger.error({ reason: err.message }, "leadership lost; every reconcile aborted");
+    const hook = this.opts.onLeadershipLost;
+    if (!hook) {
+      // Synchronous logs are already written; nothing else may run on this process's behalf.
+      process.exit(1);
+    }
+    try {
+      hook(err);
+    } catch (hookErr) {
+      this.logger.error({ err: String(hookErr) }, "onLeadershipLost hook failed");
+    }
+    void this.stop();
   }
 
   private async startServers(): Promise<void> {
-    const metrics = this.opts.metrics === undefined ? { host: "0.0.0.0", port: 8080 } : this.opts.metrics;
-    const health = this.opts.health === undefined ? { host: "0.0.0.0", port: 8081 } : this.opts.health;
+    const metrics =
+      this.opts.metrics === undefined ? { host: "0.0.0.0", port: DEFAULT_METRICS_PORT } : this.opts.metrics;
+    const health =
+      this.opts.health === undefined ? { host: "0.0.0.0", port: DEFAULT_HEALTH_PORT } : this.opts.health;
     const same =
       metrics && health && metrics.port !== 0 && metrics.port === health.port && metrics.host === health.host;
     if (metrics) {
@@ -209,6 +315,7 @@ export class Manager {
       this.servers.push(s);
       this.ports.health = (await s.start()).port;
     }
+    if (this.servers.length > 0) this.logger.info({ ...this.ports }, "serving metrics and probes");
   }
 
   private addProbes(s: OpsServer): void {
@@ -217,15 +324,21 @@ export class Manager {
     for (const [name, check] of this.readyChecks) s.addReadyCheck(name, check);
   }
 
-  /** Graceful stop: controllers drain, leadership is released, caches and servers stop. Idempotent. */
+  /**
+   * Graceful stop: a standby stops campaigning at once; a leader lets in-flight reconciles finish within
+   * the grace period, then releases the Lease; caches and servers stop last. Idempotent.
+   */
   stop(): Promise<void> {
     this.stopped ??= (async () => {
       const grace = this.opts.gracefulShutdownMs ?? 30_000;
+      const le = this.opts.leaderElection;
+      // A standby must not win the Lease while it is shutting down.
+      if (this.elector && !this.leaderWorkStarted) await this.elector.stop({ release: false });
       const drained = await Promise.all(this.controllers.map((c) => c.stop(grace)));
       if (drained.some((d) => !d))
         this.logger.warn({ graceMs: grace }, "some reconciles did not finish within the grace period");
-      const le = this.opts.leaderElection;
-      await this.elector?.stop({ release: le ? (le.releaseOnCancel ?? true) : false });
+      await this.stopRunnables(grace);
+      await this.elector?.stop({ release: le && !this.lost ? (le.releaseOnCancel ?? true) : false });
       await this.cache.stop();
       await Promise.all(this.servers.map((s) => s.stop()));
       await this.client.close();
@@ -235,9 +348,21 @@ export class Manager {
     return this.stopped;
   }
 
+  private async stopRunnables(graceMs: number): Promise<void> {
+    const all = [...this.runnableStops.values()];
+    for (const r of all) r.abort.abort(new Error("manager stopping"));
+    const clock = this.opts.clock ?? realClock;
+    let timer: TimerHandle | undefined;
+    await Promise.race([
+      Promise.all(all.map((r) => r.done)),
+      new Promise<void>((resolve) => (timer = clock.setTimeout(resolve, graceMs))),
+    ]);
+    if (timer !== undefined) clock.clearTimeout(timer);
+  }
+
   /**
-   * Start, then run until SIGTERM or SIGINT; a second signal exits at once. Resolves when stopped.
-   * The process exits 0 after a clean stop.
+   * Start, then run until SIGTERM or SIGINT; a second signal exits at once. Resolves after a clean
+   * stop; rejects with the LeadershipLostError when leadership was lost and a hook kept the process.
    */
   async run(): Promise<void> {
     let signals = 0;
@@ -253,13 +378,21 @@ export class Manager {
     process.on("SIGTERM", onSignal);
     process.on("SIGINT", onSignal);
     try {
-      await this.start();
-    } catch (err) {
-      await this.stop();
-      throw err;
+      try {
+        await this.start();
+      } catch (err) {
+        await this.stop();
+        throw err;
+      }
+      await this.done;
+      if (this.lost) throw this.lost;
+    } finally {
+      process.off("SIGTERM", onSignal);
+      process.off("SIGINT", onSignal);
     }
-    await this.done;
-    process.off("SIGTERM", onSignal);
-    process.off("SIGINT", onSignal);
   }
+}
+
+function isController(item: Controller | Runnable): item is Controller {
+  return "forKind" in item && typeof item.setup === "function";
 }

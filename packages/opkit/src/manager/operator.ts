@@ -1,12 +1,27 @@
 /**
- * An operator project's single description of itself — its name, its kinds and its controllers — read
- * by `runOperator` at run time and by `opkit generate` to derive CRDs, RBAC and deployment manifests,
- * so the two can never disagree.
+ * An operator project's single description of itself — its name, its kinds, its flags and its
+ * controllers — read by `runOperator` at run time and by `opkit generate` to derive CRDs, RBAC and
+ * deployment manifests, so the two can never disagree.
  */
 import type { ExtraPolicyRule } from "../client/builtins.ts";
 import type { KindRef, KubeObject } from "../client/types.ts";
 import type { Controller } from "../controller/controller.ts";
-import { Manager, type ManagerOptions } from "./manager.ts";
+import { createLogger, type Logger } from "../logging/index.ts";
+import {
+  FlagError,
+  operatorUsage,
+  parseOperatorFlags,
+  type FlagSpec,
+  type FlagValues,
+  type OperatorFlags,
+} from "./flags.ts";
+import { Manager, type ManagerOptions, type Runnable } from "./manager.ts";
+
+/** What a controller factory receives: the parsed values of the operator's own flags, and its logger. */
+export interface OperatorContext {
+  flags: FlagValues;
+  logger: Logger;
+}
 
 export interface OperatorDefinition {
   /** DNS-label name: the Deployment, ServiceAccount, Lease and field manager are named after it. */
@@ -20,39 +35,100 @@ export interface OperatorDefinition {
   /** The custom kinds it defines (CRDs are generated from them). */
   kinds: readonly KindRef[];
   /** Factories, so that each Manager (tests, `opkit run`) gets fresh controller instances. */
-  controllers: readonly (() => Controller<KubeObject>)[];
+  controllers: readonly ((ctx: OperatorContext) => Controller<KubeObject>)[];
+  /** Other things to run with the manager (pollers, servers), made per Manager like controllers. */
+  runnables?: readonly ((ctx: OperatorContext) => Runnable)[];
+  /** The operator's own command-line flags, e.g. `{ "billing-url": { env: "BILLING_URL", ... } }`. */
+  flags?: Readonly<Record<string, FlagSpec>>;
   /** RBAC rules beyond what the controllers' watches imply (e.g. reading Nodes it never caches). */
   extraRules?: readonly ExtraPolicyRule[];
   /** Restrict caches to one namespace (least privilege: Roles instead of ClusterRoles). */
   watchNamespace?: string;
 }
 
+/** A wrong operator definition (bad name, flag clashing with a built-in). */
+export class OperatorDefinitionError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "OperatorDefinitionError";
+  }
+}
+
 export function defineOperator(def: OperatorDefinition): OperatorDefinition {
   if (!/^[a-z0-9]([-a-z0-9]{0,50}[a-z0-9])?$/.test(def.name)) {
-    throw new Error(`operator name "${def.name}" must be a DNS label: lowercase letters, digits and '-'`);
+    throw new OperatorDefinitionError(
+      `operator name "${def.name}" must be a DNS label: lowercase letters, digits and '-'`,
+    );
   }
+  // Validates the flag names against the built-in ones now, not at the first start.
+  parseOperatorFlags(
+    [],
+    {},
+    Object.fromEntries(Object.entries(def.flags ?? {}).map(([n, f]) => [n, { ...f, required: false }])),
+  );
   return def;
 }
 
 /**
- * Run an operator as its container does: settings from the environment (KUBECONFIG or in-cluster,
- * POD_NAMESPACE for the Lease, OPKIT_LEADER_ELECT=true for HA, OPKIT_WATCH_NAMESPACE, OPKIT_LOG_LEVEL),
- * metrics on :8080, probes on :8081, until SIGTERM.
+ * A context for building an operator's controllers without running them (code generation reads their
+ * watches): flags at their defaults, a silent logger.
+ */
+export function offlineContext(def: OperatorDefinition): OperatorContext {
+  const flags = Object.fromEntries(Object.entries(def.flags ?? {}).map(([n, f]) => [n, f.default]));
+  return { flags, logger: createLogger({ name: def.name, level: "silent" }) };
+}
+
+/** The Manager options an operator's flags stand for. */
+export function managerOptionsFromFlags(
+  def: OperatorDefinition,
+  flags: OperatorFlags,
+  logger: Logger,
+): ManagerOptions {
+  const namespaces =
+    flags.namespaces.length > 0 ? flags.namespaces : def.watchNamespace ? [def.watchNamespace] : [];
+  return {
+    name: def.name,
+    kubeconfig: flags.kubeconfig,
+    logger,
+    leaderElection: flags.leaderElect ? { name: def.name } : false,
+    cache:
+      namespaces.length === 1
+        ? { namespace: namespaces[0] }
+        : namespaces.length > 1
+          ? { namespaces }
+          : undefined,
+    metrics: flags.metricsBindAddress,
+    health: flags.healthProbeBindAddress,
+  };
+}
+
+/**
+ * Run an operator as its container does: flags from the command line (kubebuilder's names, see
+ * `operatorUsage`), each with an environment fallback, until SIGTERM. A wrong flag prints what is wrong
+ * and exits 2; `--help` prints the usage.
  */
 export async function runOperator(
   def: OperatorDefinition,
   overrides: Partial<ManagerOptions> = {},
+  argv: readonly string[] = process.argv.slice(2),
 ): Promise<void> {
-  const watchNamespace = process.env.OPKIT_WATCH_NAMESPACE ?? def.watchNamespace;
-  const mgr = await Manager.create({
-    name: def.name,
-    kubeconfig: process.env.KUBECONFIG || undefined,
-    leaderElection: process.env.OPKIT_LEADER_ELECT === "true" ? { name: def.name } : false,
-    cache: watchNamespace ? { namespace: watchNamespace } : undefined,
-    metrics: { host: "0.0.0.0", port: Number(process.env.OPKIT_METRICS_PORT ?? 8080) },
-    health: { host: "0.0.0.0", port: Number(process.env.OPKIT_HEALTH_PORT ?? 8081) },
-    ...overrides,
-  });
-  for (const make of def.controllers) mgr.add(make());
+  let flags: OperatorFlags;
+  try {
+    flags = parseOperatorFlags(argv, process.env, def.flags, { interactive: process.stdout.isTTY });
+  } catch (err) {
+    if (!(err instanceof FlagError)) throw err;
+    process.stderr.write(`${def.name}: ${err.message}\n\n${operatorUsage(def.name, def.flags)}\n`);
+    process.exit(2);
+  }
+  if (flags.help) {
+    process.stdout.write(`${operatorUsage(def.name, def.flags)}\n`);
+    return;
+  }
+  const logger =
+    overrides.logger ?? createLogger({ name: def.name, level: flags.logLevel, format: flags.logFormat });
+  const mgr = await Manager.create({ ...managerOptionsFromFlags(def, flags, logger), ...overrides });
+  const ctx: OperatorContext = { flags: flags.custom, logger };
+  for (const make of def.controllers) mgr.add(make(ctx));
+  for (const make of def.runnables ?? []) mgr.add(make(ctx));
   await mgr.run();
 }

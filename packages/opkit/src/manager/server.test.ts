@@ -98,14 +98,17 @@ test("stop closes idle keep-alive connections so the process can exit", async ()
 
 test("cacheSyncedCheck names unsynced kinds and RBAC denials", async () => {
   const health: InformerHealth[] = [
-    { kind: "v1/ConfigMap", synced: true, state: "watching" },
+    { kind: "v1/ConfigMap", synced: true, state: "watching", objects: 3, watchRequests: 1, relists: 0 },
     {
       kind: "v1/Secret",
       synced: false,
       state: "listing",
       forbidden: 'secrets is forbidden: User "op" cannot list resource "secrets"',
+      objects: 0,
+      watchRequests: 0,
+      relists: 0,
     },
-    { kind: "apps/v1/Deployment", synced: false, state: "listing" },
+    { kind: "apps/v1/Deployment", synced: false, state: "listing", objects: 0, watchRequests: 0, relists: 0 },
   ];
   const check = cacheSyncedCheck({ health: () => health });
   assert.deepEqual(await check(), {

@@ -12,6 +12,12 @@ export interface TcpProxy {
   readonly connections: number;
   /** Reset every open connection now. */
   dropAll(): void;
+  /**
+   * Stop forwarding on every open connection without closing it: both ends keep a live TCP socket
+   * that never carries another byte, as behind a dead NAT entry or a hung load balancer. New
+   * connections work normally.
+   */
+  freezeAll(): void;
   /** Refuse (reset) new connections until `heal()`. */
   partition(): void;
   heal(): void;
@@ -20,6 +26,7 @@ export interface TcpProxy {
 
 export async function startTcpProxy(targetPort: number, targetHost = "127.0.0.1"): Promise<TcpProxy> {
   const open = new Set<Socket>();
+  const pairs = new Set<[Socket, Socket]>();
   let partitioned = false;
   let accepted = 0;
   const server: Server = createServer((client) => {
@@ -31,9 +38,12 @@ export async function startTcpProxy(targetPort: number, targetHost = "127.0.0.1"
     const upstream = createConnection({ port: targetPort, host: targetHost });
     open.add(client);
     open.add(upstream);
+    const pair: [Socket, Socket] = [client, upstream];
+    pairs.add(pair);
     const cleanup = (): void => {
       open.delete(client);
       open.delete(upstream);
+      pairs.delete(pair);
       client.destroy();
       upstream.destroy();
     };
@@ -54,6 +64,16 @@ export async function startTcpProxy(targetPort: number, targetHost = "127.0.0.1"
       return accepted;
     },
     dropAll,
+    freezeAll: () => {
+      for (const [c, u] of pairs) {
+        c.unpipe(u);
+        u.unpipe(c);
+        // Keep reading (and discarding) so the peers' writes never block: only forwarding stops.
+        c.removeAllListeners("data").on("data", () => undefined);
+        u.removeAllListeners("data").on("data", () => undefined);
+      }
+      pairs.clear();
+    },
     partition: () => {
       partitioned = true;
       dropAll();

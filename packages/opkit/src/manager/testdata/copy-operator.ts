@@ -4,7 +4,7 @@
  * identity of the replica that reconciled it. Leader election on when $LEASE is set; $SLOW_MS makes
  * each reconcile take that long (to test graceful shutdown). Prints JSON logs on stdout.
  */
-import { Manager, controller, applyOwned, kindRef, type KubeObject } from "../../index.ts";
+import { Manager, cacheKind, controller, applyOwned, kindRef, type KubeObject } from "../../index.ts";
 
 const ns = process.env.NAMESPACE ?? "default";
 const identity = process.env.IDENTITY ?? `copy-${process.pid}`;
@@ -19,7 +19,7 @@ const mgr = await Manager.create({
   health: { host: "127.0.0.1", port: 0 },
   cache: {
     namespace: ns,
-    kinds: { "v1/ConfigMap": { namespace: ns, labelSelector: "opkit-test/source=true" } },
+    kinds: [cacheKind(ConfigMaps, { labelSelector: "opkit-test/source=true" })],
   },
   gracefulShutdownMs: Number(process.env.GRACE_MS ?? 30_000),
   leaderElection: process.env.LEASE
@@ -43,21 +43,16 @@ mgr.add(
       if (slowMs) await new Promise((r) => setTimeout(r, slowMs));
       const cm = ctx.cache.get(ConfigMaps, req.name, { namespace: req.namespace });
       if (!cm) return;
-      await applyOwned(
-        ctx.client,
-        cm,
-        {
-          apiVersion: "v1",
-          kind: "Secret",
-          metadata: {
-            name: `${req.name}-copy`,
-            namespace: req.namespace,
-            annotations: { "opkit-test/reconciled-by": identity },
-          },
-          stringData: cm.data ?? {},
-        } as KubeObject,
-        { fieldManager: "copy-operator" },
-      );
+      await applyOwned(ctx.client, cm, {
+        apiVersion: "v1",
+        kind: "Secret",
+        metadata: {
+          name: `${req.name}-copy`,
+          namespace: req.namespace,
+          annotations: { "opkit-test/reconciled-by": identity },
+        },
+        stringData: { ...cm.data },
+      });
       ctx.log.info({ event: "reconcile-end" }, "reconcile finished");
     }),
 );

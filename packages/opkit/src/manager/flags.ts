@@ -1,0 +1,264 @@
+/**
+ * The command-line contract of every opkit operator, with kubebuilder's flag names so that manifests
+ * and habits carry over: `--metrics-bind-address`, `--health-probe-bind-address`,
+ * `--webhook-bind-address`, `--leader-elect`, `--log-level`, `--log-format`, plus `--kubeconfig` and
+ * `--namespace`. Each has an environment variable fallback (for container manifests) and a default;
+ * an operator declares its own flags next to these and receives their values.
+ *
+ * Parsing is pure (argv and environment in, values or a FlagError out) so it is tested without a
+ * process; `runOperator` applies it.
+ */
+import { parseArgs } from "node:util";
+import type { LogFormat, LogLevel } from "../logging/index.ts";
+import type { ListenAddress } from "./manager.ts";
+import { DEFAULT_HEALTH_PORT, DEFAULT_METRICS_PORT } from "./server.ts";
+
+/** The webhook server's port (controller-runtime's). */
+export const DEFAULT_WEBHOOK_PORT = 9443;
+
+/** An operator's own flag: `--billing-url`, with an environment fallback and a default. */
+export interface FlagSpec {
+  description: string;
+  /** "string" (default) or "boolean". */
+  type?: "string" | "boolean";
+  /** Environment variable read when the flag is absent (e.g. "BILLING_URL"). */
+  env?: string;
+  default?: string | boolean;
+  /** Fail at start-up when neither the flag, its variable nor a default gives a value. */
+  required?: boolean;
+}
+
+/** The values of an operator's own flags, by flag name. */
+export type FlagValues = Readonly<Record<string, string | boolean | undefined>>;
+
+export interface OperatorFlags {
+  /** false: disabled ("0"). */
+  metricsBindAddress: ListenAddress | false;
+  healthProbeBindAddress: ListenAddress | false;
+  webhookBindAddress: ListenAddress | false;
+  leaderElect: boolean;
+  logLevel: LogLevel;
+  logFormat: LogFormat;
+  kubeconfig?: string;
+  /** Namespaces to watch (empty: all). */
+  namespaces: string[];
+  /** The operator's own flags. */
+  custom: FlagValues;
+  /** `--help` was given: print `usage` and exit. */
+  help: boolean;
+}
+
+/** A flag or environment variable with a wrong value; the message names it and says what to do. */
+export class FlagError extends Error {
+  readonly flag: string;
+  constructor(flag: string, message: string) {
+    super(`${flag}: ${message}`);
+    this.name = "FlagError";
+    this.flag = flag;
+  }
+}
+
+interface BuiltinFlag {
+  name: string;
+  env: string;
+  type: "string" | "boolean";
+  default: string | boolean;
+  description: string;
+}
+
+const BUILTIN: readonly BuiltinFlag[] = [
+  {
+    name: "metrics-bind-address",
+    env: "OPKIT_METRICS_BIND_ADDRESS",
+    type: "string",
+    default: `:${DEFAULT_METRICS_PORT}`,
+    description:
+      'Address of the /metrics endpoint ("host:port" or ":port"; port 0 picks a free one; "0" disables).',
+  },
+  {
+    name: "health-probe-bind-address",
+    env: "OPKIT_HEALTH_PROBE_BIND_ADDRESS",
+    type: "string",
+    default: `:${DEFAULT_HEALTH_PORT}`,
+    description: 'Address of /healthz and /readyz (same syntax; "0" disables).',
+  },
+  {
+    name: "webhook-bind-address",
+    env: "OPKIT_WEBHOOK_BIND_ADDRESS",
+    type: "string",
+    default: `:${DEFAULT_WEBHOOK_PORT}`,
+    description: "Address of the webhook server, when the operator has webhooks (same syntax).",
+  },
+  {
+    name: "leader-elect",
+    env: "OPKIT_LEADER_ELECT",
+    type: "boolean",
+    default: false,
+    description: "Elect a leader through a Lease so that several replicas can run safely.",
+  },
+  {
+    name: "log-level",
+    env: "OPKIT_LOG_LEVEL",
+    type: "string",
+    default: "info",
+    description: "fatal, error, warn, info, debug or trace.",
+  },
+  {
+    name: "log-format",
+    env: "OPKIT_LOG_FORMAT",
+    type: "string",
+    default: "",
+    description: "json, or text for people (default: text on a terminal, json otherwise).",
+  },
+  {
+    name: "kubeconfig",
+    env: "KUBECONFIG",
+    type: "string",
+    default: "",
+    description: "Kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the in-cluster service account).",
+  },
+  {
+    name: "namespace",
+    env: "OPKIT_WATCH_NAMESPACE",
+    type: "string",
+    default: "",
+    description:
+      "Watch only these namespaces (comma-separated; default: all, or the operator's own setting).",
+  },
+];
+
+const LOG_LEVELS: readonly LogLevel[] = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
+
+/**
+ * A bind address as kubebuilder writes it: ":8080" (all interfaces), "127.0.0.1:8080", "[::1]:8080",
+ * port 0 for a free port, or "0" to disable the server.
+ */
+export function parseBindAddress(value: string, flag: string): ListenAddress | false {
+  const v = value.trim();
+  if (v === "0") return false;
+  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]*)):(\d{1,5})$/.exec(v);
+  const port = m ? Number(m[3]) : NaN;
+  if (!m || !(port >= 0 && port <= 65535))
+    throw new FlagError(
+      `--${flag}`,
+      `"${value}" is not a bind address: write ":8080", "127.0.0.1:8080", ":0" for a free port, or "0" to disable`,
+    );
+  const host = m[1] ?? (m[2] || "0.0.0.0");
+  return { host, port };
+}
+
+function parseBoolean(value: string, flag: string): boolean {
+  const v = value.trim().toLowerCase();
+  if (["true", "1", "yes"].includes(v)) return true;
+  if (["false", "0", "no", ""].includes(v)) return false;
+  throw new FlagError(flag, `"${value}" is not a boolean: use true or false`);
+}
+
+/**
+ * Parse an operator's command line and environment. Unknown flags and bad values are FlagErrors that
+ * name the flag; custom flags must not reuse a built-in name.
+ */
+export function parseOperatorFlags(
+  argv: readonly string[],
+  env: Readonly<Record<string, string | undefined>>,
+  declared: Readonly<Record<string, FlagSpec>> = {},
+  options: { interactive?: boolean } = {},
+): OperatorFlags {
+  for (const name of Object.keys(declared)) {
+    if (BUILTIN.some((b) => b.name === name) || name === "help")
+      throw new FlagError(
+        `--${name}`,
+        "is a built-in flag of every opkit operator: give your flag another name",
+      );
+    if (!/^[a-z][a-z0-9-]*$/.test(name))
+      throw new FlagError(`--${name}`, "flag names are lowercase words joined by '-', e.g. billing-url");
+  }
+  const spec: Record<string, { type: "string" | "boolean" }> = { help: { type: "boolean" } };
+  for (const b of BUILTIN) spec[b.name] = { type: b.type };
+  for (const [name, d] of Object.entries(declared)) spec[name] = { type: d.type ?? "string" };
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    ({ values } = parseArgs({ args: [...argv], options: spec, strict: true, allowPositionals: false }));
+  } catch (err) {
+    const known = Object.keys(spec)
+      .map((n) => `--${n}`)
+      .join(", ");
+    throw new FlagError(
+      "command line",
+      `${err instanceof Error ? err.message : String(err)} (known flags: ${known})`,
+    );
+  }
+
+  const read = (name: string, envName: string | undefined, type: "string" | "boolean", dflt: unknown) => {
+    const given = values[name];
+    if (given !== undefined) return given;
+    const fromEnv = envName ? env[envName] : undefined;
+    if (fromEnv !== undefined && fromEnv !== "")
+      return type === "boolean" ? parseBoolean(fromEnv, `$${envName}`) : fromEnv;
+    return dflt as string | boolean | undefined;
+  };
+  const str = (name: string): string => {
+    const b = BUILTIN.find((x) => x.name === name) as BuiltinFlag;
+    return String(read(name, b.env, b.type, b.default) ?? "");
+  };
+
+  const logLevel = str("log-level").toLowerCase();
+  if (!LOG_LEVELS.includes(logLevel as LogLevel))
+    throw new FlagError("--log-level", `"${logLevel}" is not a level: use one of ${LOG_LEVELS.join(", ")}`);
+  const formatGiven = str("log-format").toLowerCase();
+  if (formatGiven && formatGiven !== "json" && formatGiven !== "text")
+    throw new FlagError("--log-format", `"${formatGiven}" is not a format: use json or text`);
+  const logFormat: LogFormat = formatGiven
+    ? (formatGiven as LogFormat)
+    : options.interactive
+      ? "text"
+      : "json";
+
+  const custom: Record<string, string | boolean | undefined> = {};
+  for (const [name, d] of Object.entries(declared)) {
+    const v = read(name, d.env, d.type ?? "string", d.default);
+    if (d.required && (v === undefined || v === ""))
+      throw new FlagError(
+        `--${name}`,
+        `is required: pass --${name}${d.env ? ` or set $${d.env}` : ""} (${d.description})`,
+      );
+    custom[name] = v;
+  }
+  const kubeconfig = str("kubeconfig");
+  const namespaces = str("namespace")
+    .split(",")
+    .map((n) => n.trim())
+    .filter(Boolean);
+  return {
+    metricsBindAddress: parseBindAddress(str("metrics-bind-address"), "metrics-bind-address"),
+    healthProbeBindAddress: parseBindAddress(str("health-probe-bind-address"), "health-probe-bind-address"),
+    webhookBindAddress: parseBindAddress(str("webhook-bind-address"), "webhook-bind-address"),
+    leaderElect: read("leader-elect", "OPKIT_LEADER_ELECT", "boolean", false) === true,
+    logLevel: logLevel as LogLevel,
+    logFormat,
+    kubeconfig: kubeconfig || undefined,
+    namespaces,
+    custom,
+    help: values.help === true,
+  };
+}
+
+/** The usage text of an operator: the built-in flags, then its own. */
+export function operatorUsage(name: string, declared: Readonly<Record<string, FlagSpec>> = {}): string {
+  const rows = [
+    ...BUILTIN.map((b) => [
+      `--${b.name}${b.type === "string" ? " <value>" : ""}`,
+      `${b.description} [$${b.env}]`,
+    ]),
+    ...Object.entries(declared).map(([n, d]) => [
+      `--${n}${(d.type ?? "string") === "string" ? " <value>" : ""}`,
+      `${d.description}${d.env ? ` [$${d.env}]` : ""}${d.required ? " (required)" : ""}`,
+    ]),
+  ];
+  const width = Math.max(...rows.map(([f]) => (f ?? "").length));
+  return [
+    `Usage: ${name} [flags]`,
+    "",
+    ...rows.map(([f, d]) => `  ${(f ?? "").padEnd(width)}  ${d ?? ""}`),
+  ].join("\n");
+}
