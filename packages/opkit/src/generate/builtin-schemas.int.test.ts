@@ -16,6 +16,7 @@ import { conditions, listType, withoutDescriptions } from "../api/k8s.ts";
 import * as schemas from "../api/schemas/index.ts";
 import * as appsv1 from "../api/schemas/apps/v1.ts";
 import * as corev1 from "../api/schemas/core/v1.ts";
+import { CustomResourceDefinitions } from "../client/builtins.ts";
 import { updateStatusIfChanged } from "../helpers/status.ts";
 import { useTestEnv, type TestEnv } from "../testenv/testing.ts";
 import { builtinSchemaFiles, fetchBuiltinOpenApi } from "./builtin-schemas.ts";
@@ -146,16 +147,17 @@ describe("built-in schemas on the API server", () => {
   let env: TestEnv;
   let ns: string;
   let openApi: Awaited<ReturnType<typeof fetchBuiltinOpenApi>>;
+  const crds = [AppService, WebApp, Memcached, HandWritten, ...everyKinds.map((e) => e.kind)].map(crdFor);
 
   before(async () => {
     env = await useTestEnv();
     ns = await env.namespace("schemas");
     openApi = await fetchBuiltinOpenApi(env.client);
-    await env.installCrds(
-      [AppService, WebApp, Memcached, HandWritten, ...everyKinds.map((e) => e.kind)].map(crdFor),
-    );
+    await env.installCrds(crds);
   });
   after(async () => {
+    // The shared env stays as it was: these CRDs are large, and every CRD adds to the server's OpenAPI.
+    for (const crd of crds) await env?.client.delete(CustomResourceDefinitions, crd.metadata.name ?? "");
     await env?.cleanup();
   });
 

@@ -53,6 +53,7 @@ export class BuiltinSchemaError extends Error {
   }
 }
 
+/** How the generated files describe their origin. */
 export interface BuiltinSchemaOptions {
   /** The server's `gitVersion` (e.g. "v1.36.3"), written into each file's header. */
   kubernetesVersion: string;
@@ -64,6 +65,13 @@ export async function fetchBuiltinOpenApi(
   paths: readonly string[] = BUILTIN_API_DOCUMENTS,
 ): Promise<{ kubernetesVersion: string; documents: Record<string, OpenApiDocument> }> {
   const version = await client.raw<{ gitVersion?: string }>("GET", "/version");
+  // The index lists what this server serves; a group it lacks is named here rather than as a 404.
+  const index = await client.raw<{ paths?: Record<string, unknown> }>("GET", "/openapi/v3");
+  const missing = paths.filter((p) => !(p in (index.paths ?? {})));
+  if (missing.length > 0)
+    throw new BuiltinSchemaError(
+      `the API server does not serve ${missing.join(", ")} (GET /openapi/v3 lists what it does); drop them from the documents to generate`,
+    );
   const documents: Record<string, OpenApiDocument> = {};
   for (const path of paths) documents[path] = await client.raw<OpenApiDocument>("GET", `/openapi/v3/${path}`);
   return { kubernetesVersion: version.gitVersion ?? "unknown", documents };
@@ -88,8 +96,9 @@ interface Definition {
   schema: Json;
 }
 
-/** Paths (relative to packages/opkit/src) of the generated trees; everything in them is generated. */
+/** Where the schemas go, relative to packages/opkit/src; everything in it is generated. */
 export const SCHEMAS_DIR = "api/schemas";
+/** Where the interfaces go, relative to packages/opkit/src; everything in it is generated. */
 export const MODELS_DIR = "client/models";
 
 const INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString";
