@@ -235,6 +235,16 @@ describe("builtinSchemaFiles", () => {
     time.format = "date";
     assert.throws(() => builtinSchemaFiles(differing, options), /meta\.v1\.Time differs between documents/);
 
+    const clash = structuredClone(excerpt);
+    (clash["api/v1"]?.components?.schemas as Record<string, unknown>)["io.k8s.api.core.v1.Type"] = {
+      type: "object",
+      properties: { a: { type: "string" } },
+    };
+    assert.throws(
+      () => builtinSchemaFiles(clash, options),
+      /io\.k8s\.api\.core\.v1\.Type: the name Type is taken/,
+    );
+
     assert.throws(
       () => builtinSchemaFiles({ "apis/apps": excerpt["apis/apps/v1"] as OpenApiDocument }, options),
       /document path "apis\/apps"/,

@@ -249,7 +249,19 @@ class Generator {
       this.packages.set(id, where.pkg);
       this.defs.set(key, { key, name: where.name, pkg: where.pkg, schema });
     }
+    // Names the generated files use for their own imports; a type of the same name would shadow them.
+    const reserved = new Set([
+      "Type",
+      "T",
+      "intOrString",
+      "quantity",
+      ...[...this.packages.values()].map((p) => p.alias),
+    ]);
     for (const def of this.defs.values()) {
+      if (reserved.has(def.name))
+        throw new BuiltinSchemaError(
+          `${def.key}: the name ${def.name} is taken by the generated files' imports; rename the import`,
+        );
       for (const ref of refsOf(def.schema, new Set())) {
         if (!this.defs.has(ref))
           throw new BuiltinSchemaError(
