@@ -20,7 +20,7 @@ endif
 NODE_TEST := node --conditions=opkit-source --test --test-reporter=spec
 OPKIT     := node packages/cli/dist/main.js
 
-.PHONY: help node deps build typecheck lint format test test-unit test-int env-build demo clean
+.PHONY: help node deps build typecheck lint format test test-unit test-int env-build demo schemas clean
 
 help:
 	@echo "make demo   start a local control plane (etcd, kube-apiserver, controller-manager, scheduler, kwok nodes) and show a Deployment converge"
@@ -73,6 +73,11 @@ test: build lint env-build
 
 demo: env-build
 	node --conditions=opkit-source scripts/demo.ts
+
+# Regenerate the built-in API schemas and types from the OpenAPI of the kube-apiserver `opkit env` runs
+# (a running env named by OPKIT_TEST_ENV, else a private one started and stopped for it).
+schemas: env-build
+	node --conditions=opkit-source scripts/gen-schemas.ts
 
 clean:
 	rm -rf node_modules packages/*/dist packages/*/*.tsbuildinfo

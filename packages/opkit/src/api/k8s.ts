@@ -135,36 +135,95 @@ export function stringEnum<const V extends readonly [string, ...string[]]>(
 }
 
 /**
- * The standard `status.conditions` list (metav1.Condition), keyed by `type` as Kubernetes' own APIs are,
- * typed so that the conditions helpers (setCondition, manageError, manageSuccess) accept it.
+ * The standard `status.conditions` list, keyed by `type` as Kubernetes' own APIs are. It fits both
+ * metav1.Condition (what setCondition, manageError and manageSuccess write) and the older
+ * Deployment-style conditions (`lastUpdateTime`, reason and message optional), so a status that mirrors a
+ * DeploymentStatus keeps every field instead of having some pruned by the API server.
  */
 export function conditions(options: { description?: string } = {}) {
   return listType(
     Type.Array(
       Type.Object({
         type: Type.String({ description: "Type of condition in CamelCase, e.g. Ready.", maxLength: 316 }),
-        status: stringEnum(["True", "False", "Unknown"] as const, {
-          description: "Status of the condition.",
+        // Typed string, not the union: the built-in types (DeploymentCondition) declare a string, and a
+        // status that copies theirs must type-check. The server still allows only these three values.
+        status: Type.Unsafe<string>({
+          type: "string",
+          enum: ["True", "False", "Unknown"],
+          description: "Status of the condition: True, False or Unknown.",
         }),
-        reason: Type.String({
-          description: "Machine-readable reason for the last transition, in CamelCase.",
-          maxLength: 1024,
-        }),
-        message: Type.String({
-          description: "Human-readable details about the last transition.",
-          maxLength: 32768,
-        }),
+        reason: Type.Optional(
+          Type.String({
+            description: "Machine-readable reason for the last transition, in CamelCase.",
+            maxLength: 1024,
+          }),
+        ),
+        message: Type.Optional(
+          Type.String({
+            description: "Human-readable details about the last transition.",
+            maxLength: 32768,
+          }),
+        ),
         observedGeneration: Type.Optional(
           Type.Integer({ minimum: 0, description: "The generation the condition was set for." }),
         ),
-        lastTransitionTime: Type.String({
-          format: "date-time",
-          description: "When the status last changed.",
-        }),
+        lastTransitionTime: Type.Optional(
+          Type.String({ format: "date-time", description: "When the status last changed." }),
+        ),
+        lastUpdateTime: Type.Optional(
+          Type.String({
+            format: "date-time",
+            description: "When the condition was last updated (Deployment-style conditions).",
+          }),
+        ),
       }),
       { description: options.description ?? "Standard conditions, e.g. Ready." },
     ),
     "map",
     ["type"],
   );
+}
+
+/** The schema keywords whose values are schemas (the rest hold data, which may use any key). */
+const SUBSCHEMA_MAPS = ["properties", "patternProperties"] as const;
+const SUBSCHEMAS = ["items", "additionalProperties", "not"] as const;
+const SUBSCHEMA_LISTS = ["anyOf", "oneOf", "allOf"] as const;
+
+/**
+ * The schema without descriptions, at every depth; `description` sets the top one. For large embedded
+ * types (a PodTemplateSpec inlines hundreds of described fields) when the CRD must stay small; the
+ * cost is that `kubectl explain` has nothing to say about those fields. Shared sub-schemas stay shared.
+ */
+export function withoutDescriptions<T extends TSchema>(schema: T, options: { description?: string } = {}): T {
+  const done = new WeakMap<object, object>();
+  const strip = (node: unknown): unknown => {
+    if (typeof node !== "object" || node === null || Array.isArray(node)) return node;
+    const seen = done.get(node);
+    if (seen) return seen;
+    // Own keys with their descriptors, so TypeBox's hidden markers (`~optional`, `~kind`) survive.
+    const copy = Object.create(Object.getPrototypeOf(node) as object) as Record<string | symbol, unknown>;
+    done.set(node, copy);
+    for (const key of Reflect.ownKeys(node)) {
+      if (key === "description") continue;
+      const descriptor = Object.getOwnPropertyDescriptor(node, key) as PropertyDescriptor;
+      const value: unknown = descriptor.value;
+      if ((SUBSCHEMA_MAPS as readonly (string | symbol)[]).includes(key) && isPlainRecord(value)) {
+        const map: Record<string, unknown> = {};
+        for (const [name, child] of Object.entries(value)) map[name] = strip(child);
+        descriptor.value = map;
+      } else if ((SUBSCHEMAS as readonly (string | symbol)[]).includes(key)) {
+        descriptor.value = strip(value);
+      } else if ((SUBSCHEMA_LISTS as readonly (string | symbol)[]).includes(key) && Array.isArray(value)) {
+        descriptor.value = value.map(strip);
+      }
+      Object.defineProperty(copy, key, descriptor);
+    }
+    return copy;
+  };
+  const out = strip(schema) as T;
+  return options.description === undefined ? out : withKeywords(out, { description: options.description });
+}
+
+function isPlainRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
 }

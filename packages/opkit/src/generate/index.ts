@@ -9,3 +9,4 @@ export * from "./rbac.ts";
 export * from "./manifests.ts";
 export * from "./helm.ts";
 export * from "./dockerfile.ts";
+export * from "./builtin-schemas.ts";

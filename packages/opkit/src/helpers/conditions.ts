@@ -3,6 +3,10 @@
  * type, and `lastTransitionTime` moves only when the status flips, so users can read how long an object
  * has been (un)ready. Every function is pure: inputs are never mutated, and `changed` tells the caller
  * whether a status write is needed at all (writing unchanged status would only churn resourceVersions).
+ *
+ * The functions read any condition list keyed by type (`ConditionLike`: metav1.Condition, or the older
+ * style of Deployments with `lastUpdateTime` and optional reason and message, as `conditions()` in the
+ * kind schemas allows); setCondition writes metav1.Condition.
  */
 
 export type ConditionStatus = "True" | "False" | "Unknown";
@@ -22,6 +26,19 @@ export interface Condition {
   lastTransitionTime: string;
 }
 
+/**
+ * Any condition of a list keyed by `type`: metav1.Condition or the older Deployment-style ones (which add
+ * `lastUpdateTime` and leave reason and message optional). Extra fields are kept as they are.
+ */
+export interface ConditionLike {
+  type: string;
+  status: string;
+  reason?: string;
+  message?: string;
+  observedGeneration?: number;
+  lastTransitionTime?: string;
+}
+
 /** What a caller states; the transition time is managed unless given explicitly. */
 export interface NewCondition {
   type: string;
@@ -33,8 +50,9 @@ export interface NewCondition {
   lastTransitionTime?: string;
 }
 
-export interface ConditionsResult {
-  conditions: Condition[];
+/** The new list: the conditions that were there (their own type) plus the one set (a metav1.Condition). */
+export interface ConditionsResult<C extends ConditionLike = Condition> {
+  conditions: (C | Condition)[];
   /** False when the result is identical to the input (no status write needed). */
   changed: boolean;
 }
@@ -48,11 +66,11 @@ export function formatConditionTime(d: Date): string {
 }
 
 /** Set (add or update) the condition of `c.type`. */
-export function setCondition(
-  conditions: readonly Condition[] | undefined,
+export function setCondition<C extends ConditionLike = Condition>(
+  conditions: readonly C[] | undefined,
   c: NewCondition,
   now: Date = new Date(),
-): ConditionsResult {
+): ConditionsResult<C> {
   const list = conditions ?? [];
   const index = list.findIndex((x) => x.type === c.type);
   const existing = index >= 0 ? list[index] : undefined;
@@ -70,13 +88,13 @@ export function setCondition(
   if (existing !== undefined && sameCondition(existing, next)) {
     return { conditions: [...list], changed: false };
   }
-  const out = [...list];
+  const out: (C | Condition)[] = [...list];
   if (index >= 0) out[index] = next;
   else out.push(next);
   return { conditions: out, changed: true };
 }
 
-function sameCondition(a: Condition, b: Condition): boolean {
+function sameCondition(a: ConditionLike, b: Condition): boolean {
   return (
     a.type === b.type &&
     a.status === b.status &&
@@ -87,23 +105,23 @@ function sameCondition(a: Condition, b: Condition): boolean {
   );
 }
 
-export function getCondition(
-  conditions: readonly Condition[] | undefined,
+export function getCondition<C extends ConditionLike>(
+  conditions: readonly C[] | undefined,
   type: string,
-): Condition | undefined {
+): C | undefined {
   return conditions?.find((c) => c.type === type);
 }
 
 /** True only for status "True"; a missing condition counts as not true. */
-export function isConditionTrue(conditions: readonly Condition[] | undefined, type: string): boolean {
+export function isConditionTrue(conditions: readonly ConditionLike[] | undefined, type: string): boolean {
   return getCondition(conditions, type)?.status === "True";
 }
 
 /** Remove the condition of `type`, if present. */
-export function removeCondition(
-  conditions: readonly Condition[] | undefined,
+export function removeCondition<C extends ConditionLike = Condition>(
+  conditions: readonly C[] | undefined,
   type: string,
-): ConditionsResult {
+): ConditionsResult<C> {
   const list = conditions ?? [];
   const out = list.filter((c) => c.type !== type);
   return { conditions: out, changed: out.length !== list.length };

@@ -9,7 +9,7 @@ import type { KubeClient } from "../client/client.ts";
 import { NotFoundError } from "../client/errors.ts";
 import { objectKey, type DeepReadonly, type KubeObject, type ReadonlyKubeObject } from "../client/types.ts";
 import { realClock, type Clock } from "../clock/index.ts";
-import { setCondition, type Condition } from "./conditions.ts";
+import { setCondition, type ConditionLike } from "./conditions.ts";
 import type { EventRecorder } from "../events/recorder.ts";
 import { updateStatusIfChanged } from "./status.ts";
 
@@ -88,8 +88,8 @@ export interface ManageContext {
   retries: RetryTracker;
 }
 
-/** Objects whose status carries `metav1.Condition`s. */
-export type ConditionedObject = DeepReadonly<KubeObject & { status?: { conditions?: Condition[] } }>;
+/** Objects whose status carries conditions (`metav1.Condition`s, or Deployment-style ones). */
+export type ConditionedObject = DeepReadonly<KubeObject & { status?: { conditions?: ConditionLike[] } }>;
 
 export interface ManageErrorOptions {
   /** Default "Ready". */
