@@ -20,7 +20,7 @@ endif
 NODE_TEST := node --conditions=opkit-source --test --test-reporter=spec
 OPKIT     := node packages/cli/dist/main.js
 
-.PHONY: help node deps build typecheck lint format test test-unit test-int env-build demo schemas clean
+.PHONY: help node deps build typecheck lint format api-report api-report-update test test-unit test-int env-build demo schemas clean
 
 help:
 	@echo "make demo   start a local control plane (etcd, kube-apiserver, controller-manager, scheduler, kwok nodes) and show a Deployment converge"
@@ -46,9 +46,23 @@ build: deps
 
 typecheck: build
 
-lint: deps
+lint: build
 	npx eslint .
 	npx prettier --check .
+	@$(MAKE) --no-print-directory api-report
+
+# The public API (packages/opkit/etc/*.api.md) is checked in: a change to the exported surface fails
+# here until the report is updated on purpose, so it is visible in review.
+API_ENTRIES := opkit generate testenv
+api-report: build
+	@for e in $(API_ENTRIES); do \
+	  (cd packages/opkit && npx api-extractor run --config api-extractor.$$e.json > /dev/null 2>&1) || { \
+	    echo "the public API of opkit ($$e) changed: run 'make api-report-update' and commit packages/opkit/etc/"; exit 1; }; \
+	done; echo "public API unchanged (packages/opkit/etc/*.api.md)"
+
+api-report-update: build
+	@for e in $(API_ENTRIES); do (cd packages/opkit && npx api-extractor run --local --config api-extractor.$$e.json > /dev/null) || exit 1; done
+	@git status --short packages/opkit/etc
 
 format: deps
 	npx prettier --write .

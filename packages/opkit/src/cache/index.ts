@@ -5,6 +5,7 @@
  *
  * It uses the client; it knows nothing about queues, controllers or the manager.
  */
+
 export {
   Cache,
   CacheConfigError,
@@ -22,7 +23,12 @@ export {
   type InformerHealth,
   type SharedInformer,
 } from "./informer.ts";
-export { DEFAULT_PROGRESS_DEADLINE_MS, type ListWatcher, type ReflectorState } from "./reflector.ts";
+export {
+  DEFAULT_PROGRESS_DEADLINE_MS,
+  stripManagedFields,
+  type ListWatcher,
+  type ReflectorState,
+} from "./reflector.ts";
 export {
   NAMESPACE_INDEX,
   OWNER_INDEX,

@@ -7,13 +7,14 @@
  * reference rules. It must not know about controllers, the workqueue or the manager: it is one call
  * inside a reconcile.
  */
+
 export {
-  reconcileChildren,
-  managerLabelValue,
   ChildrenSpecError,
-  OWNER_UID_LABEL,
   MANAGER_LABEL,
-  type ReconcileChildrenOptions,
+  OWNER_UID_LABEL,
+  managerLabelValue,
+  reconcileChildren,
   type ChildrenResult,
+  type ReconcileChildrenOptions,
 } from "./children.ts";
 export { BUILTIN_READINESS, isChildReady, readinessRule, type ReadinessRule } from "./readiness.ts";

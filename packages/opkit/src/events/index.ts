@@ -5,4 +5,17 @@
  * It uses the client and the clock. It knows nothing about controllers or reconciles: the controller
  * hands each reconcile a recorder, and helpers take one as an argument.
  */
-export * from "./recorder.ts";
+
+export {
+  EventRecorder,
+  EventsV1,
+  clientEventSink,
+  type EventInput,
+  type EventRecorderOptions,
+  type EventRecorderStats,
+  type EventSeries,
+  type EventSink,
+  type EventType,
+  type EventV1,
+  type ObjectReference,
+} from "./recorder.ts";

@@ -9,39 +9,36 @@
  * manager (manager.ts) wires them together and owns the start/stop order: servers, caches, then
  * leader-elected controllers; stopping in reverse.
  */
+
 export {
-  DEFAULT_HEALTH_PORT,
-  DEFAULT_METRICS_PORT,
-  DuplicateCheckError,
-  OpsServer,
-  ServerListenError,
-  cacheSyncedCheck,
-  type Check,
-  type CheckResult,
-  type OpsServerOptions,
-} from "./server.ts";
+  Manager,
+  ManagerConfigError,
+  type LeaderElectionOptions,
+  type ListenAddress,
+  type ManagerOptions,
+  type Runnable,
+} from "./manager.ts";
 export {
-  defaultIdentity,
   DEFAULT_LEASE_DURATION_MS,
   DEFAULT_RENEW_DEADLINE_MS,
   DEFAULT_RETRY_PERIOD_MS,
   LeaderElectionConfigError,
   LeaderElector,
   LeadershipLostError,
-  type LeaseClient,
-  type LeaseSpec,
+  defaultIdentity,
   type LeaderCallbacks,
   type LeaderElectorOptions,
+  type LeaseClient,
+  type LeaseSpec,
   type StoppedLeadingInfo,
 } from "./leaderelection.ts";
 export {
-  Manager,
-  ManagerConfigError,
-  type ManagerOptions,
-  type LeaderElectionOptions,
-  type ListenAddress,
-  type Runnable,
-} from "./manager.ts";
+  DEFAULT_HEALTH_PORT,
+  DEFAULT_METRICS_PORT,
+  ServerListenError,
+  type Check,
+  type CheckResult,
+} from "./server.ts";
 export {
   DEFAULT_WEBHOOK_PORT,
   FlagError,
@@ -53,11 +50,10 @@ export {
   type OperatorFlags,
 } from "./flags.ts";
 export {
+  OperatorDefinitionError,
   defineOperator,
-  managerOptionsFromFlags,
   offlineContext,
   runOperator,
-  OperatorDefinitionError,
   type OperatorContext,
   type OperatorDefinition,
 } from "./operator.ts";

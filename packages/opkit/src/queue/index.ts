@@ -7,8 +7,7 @@
  * from an injected Clock, and metrics leave through plain callbacks. That keeps it testable with a fake
  * clock and reusable by anything that needs per-key serialized work.
  */
-export { FakeClock, realClock } from "../clock/index.ts";
-export type { Clock, TimerHandle } from "../clock/index.ts";
+
 export {
   DEFAULT_BASE_DELAY_MS,
   DEFAULT_MAX_DELAY_MS,
@@ -16,12 +15,17 @@ export {
   MaxOfRateLimiter,
   TokenBucketRateLimiter,
   defaultControllerRateLimiter,
+  type DefaultRateLimiterOptions,
+  type ExponentialBackoffOptions,
+  type RateLimiter,
+  type TokenBucketOptions,
 } from "./ratelimiter.ts";
-export type {
-  DefaultRateLimiterOptions,
-  ExponentialBackoffOptions,
-  RateLimiter,
-  TokenBucketOptions,
-} from "./ratelimiter.ts";
-export { PRIORITY_LOW, PRIORITY_NORMAL, WorkQueue } from "./workqueue.ts";
-export type { AddOptions, QueueItem, QueueMetrics, WorkQueueOptions } from "./workqueue.ts";
+export {
+  PRIORITY_LOW,
+  PRIORITY_NORMAL,
+  WorkQueue,
+  type AddOptions,
+  type QueueItem,
+  type QueueMetrics,
+  type WorkQueueOptions,
+} from "./workqueue.ts";
