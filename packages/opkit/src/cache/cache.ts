@@ -60,6 +60,8 @@ export interface CacheOptions {
   clock?: Clock;
   /** Told once per kind about list/watch failures (the manager logs them). */
   onError?: (err: unknown, kind: string) => void;
+  /** Told when an event handler throws or rejects (the manager logs it; default: a process warning). */
+  onHandlerError?: (err: unknown, kind: string) => void;
 }
 
 /** Wrong cache options (a kind configured twice, both namespace and namespaces, ...). */
@@ -169,6 +171,7 @@ export class Cache {
         clock: this.opts.clock,
       });
       i.onError = this.opts.onError;
+      i.onHandlerError = this.opts.onHandlerError;
       return i;
     };
     inf =

@@ -122,6 +122,8 @@ export class Informer<T extends KubeObject> implements SharedInformer<T> {
   private rvWaiters: { rv: bigint; resolve: () => void }[] = [];
   /** Called on the first error of a kind and on each change of permission state (for logging). */
   onError: ((err: unknown, kind: string) => void) | undefined;
+  /** Called when an event handler throws or its promise rejects (default: a process warning). */
+  onHandlerError: ((err: unknown, kind: string) => void) | undefined;
 
   constructor(client: ListWatcher, kind: KindRef<T>, opts: InformerOptions<T> = {}) {
     this.kind = kind;
@@ -141,7 +143,7 @@ export class Informer<T extends KubeObject> implements SharedInformer<T> {
     if (this.synced)
       for (const key of this.store.keys()) {
         const obj = this.store.getByKey(key);
-        if (obj) safely(() => h.onAdd?.(obj, true));
+        if (obj) this.safely(() => h.onAdd?.(obj, true));
       }
   }
 
@@ -288,32 +290,34 @@ export class Informer<T extends KubeObject> implements SharedInformer<T> {
   }
 
   private emitAdd(obj: DeepReadonly<T>, initial: boolean): void {
-    for (const h of this.handlers) safely(() => h.onAdd?.(obj, initial));
+    for (const h of this.handlers) this.safely(() => h.onAdd?.(obj, initial));
   }
   private emitUpdate(oldObj: DeepReadonly<T>, newObj: DeepReadonly<T>, resync: boolean): void {
-    for (const h of this.handlers) safely(() => h.onUpdate?.(oldObj, newObj, resync));
+    for (const h of this.handlers) this.safely(() => h.onUpdate?.(oldObj, newObj, resync));
   }
   private emitDelete(obj: DeepReadonly<T>): void {
-    for (const h of this.handlers) safely(() => h.onDelete?.(obj));
+    for (const h of this.handlers) this.safely(() => h.onDelete?.(obj));
+  }
+
+  /**
+   * A throwing handler, or one whose promise rejects, must stop neither the informer, nor the other
+   * handlers, nor the process (an unhandled rejection would end it).
+   */
+  private safely(fn: () => void | Promise<void> | undefined): void {
+    const report = (err: unknown): void => (this.onHandlerError ?? warn)(err, this.kindName);
+    try {
+      const result = fn();
+      if (result && typeof result.then === "function") result.then(undefined, report);
+    } catch (err) {
+      report(err);
+    }
   }
 }
 
-/**
- * A throwing handler, or one whose promise rejects, must stop neither the informer, nor the other
- * handlers, nor the process (an unhandled rejection would end it).
- */
-function safely(fn: () => void | Promise<void> | undefined): void {
-  try {
-    const result = fn();
-    if (result && typeof result.then === "function") result.then(undefined, report);
-  } catch (err) {
-    report(err);
-  }
-}
-
-function report(err: unknown): void {
+/** Where handler failures go without an `onHandlerError`: a process warning with the stack. */
+function warn(err: unknown, kind: string): void {
   process.emitWarning(
-    `opkit informer event handler failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`,
+    `opkit informer event handler for ${kind} failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`,
   );
 }
 

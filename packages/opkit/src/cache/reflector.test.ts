@@ -8,6 +8,7 @@ import type { ListOptions, WatchOptions } from "../client/client.ts";
 import { BadRequestError, ConnectionError, GoneError } from "../client/errors.ts";
 import type { KindRef, KubeList, KubeObject, WatchEvent } from "../client/types.ts";
 import { FakeClock } from "../clock/index.ts";
+import { Cache } from "./cache.ts";
 import { Informer } from "./informer.ts";
 import type { ListWatcher } from "./reflector.ts";
 
@@ -361,5 +362,54 @@ describe("Reflector against a fake server", () => {
     assert.equal(a?.kind, "ConfigMap");
     assert.ok(Object.isFrozen(a) && Object.isFrozen(a?.metadata), "stored objects are frozen");
     await inf.stop();
+  });
+
+  it("a handler that throws or rejects is reported; the informer and other handlers go on", async () => {
+    const { server, clock, inf } = setup({ streaming: false });
+    const warnings: string[] = [];
+    const onWarning = (w: Error): void => void warnings.push(w.message);
+    process.on("warning", onWarning);
+    const seen: string[] = [];
+    inf.addEventHandler({ onUpdate: () => Promise.reject(new Error("async boom")) });
+    inf.addEventHandler({
+      onUpdate: () => {
+        throw new Error("sync boom");
+      },
+    });
+    inf.addEventHandler({ onUpdate: (_o, n) => void seen.push(n.metadata.name ?? "") });
+    inf.start();
+    await until(clock, "sync", () => inf.hasSynced());
+    server.write("MODIFIED", "cm-1", "x");
+    server.write("MODIFIED", "cm-2", "y");
+    await until(clock, "both updates and their warnings", () => seen.length === 2 && warnings.length >= 4);
+    process.off("warning", onWarning);
+    assert.deepEqual(seen, ["cm-1", "cm-2"]);
+    assert.ok(
+      warnings.some((w) => w.includes("async boom")) && warnings.some((w) => w.includes("sync boom")),
+    );
+    await inf.stop();
+  });
+
+  it("removeInformer stops the informer and drops it; the next use starts a fresh one", async () => {
+    const server = new FakeServer();
+    server.streaming = false;
+    server.write("ADDED", "a");
+    const clock = new FakeClock();
+    const cache = new Cache(server, { clock });
+    const first = cache.informer(ConfigMaps);
+    cache.start();
+    await until(clock, "sync", () => first.hasSynced());
+    assert.equal(await cache.removeInformer(ConfigMaps), true);
+    assert.equal(await cache.removeInformer(ConfigMaps), false, "already gone");
+    const watchesBefore = server.watches.length;
+    server.write("MODIFIED", "a", "after-removal");
+    await new Promise((r) => setImmediate(r));
+    assert.equal(first.health()[0]?.state, "stopped");
+    const second = cache.informer(ConfigMaps);
+    assert.notEqual(second, first);
+    await until(clock, "the new informer's sync", () => second.hasSynced());
+    assert.equal(second.get("ns", "a")?.data?.v, "after-removal");
+    assert.ok(server.watches.length > watchesBefore);
+    await cache.stop();
   });
 });

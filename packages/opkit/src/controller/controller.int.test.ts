@@ -417,4 +417,58 @@ describe("controllers against opkit env", () => {
       /controller_runtime_reconcile_total\{controller="lazy-reader",result="requeue"\} [1-9]/,
     );
   });
+
+  it("runs runnables with the manager: everywhere ones at once, leader ones only while leading", async (t) => {
+    const ns = await env.namespace("runnables");
+    const log: string[] = [];
+    const runnable = (name: string, needLeaderElection: boolean) => ({
+      name,
+      needLeaderElection,
+      start: (signal: AbortSignal) =>
+        new Promise<void>((resolve) => {
+          log.push(`${name} started`);
+          signal.addEventListener("abort", () => {
+            log.push(`${name} stopped`);
+            resolve();
+          });
+        }),
+    });
+    // A foreign holder keeps the Lease for a while, so this manager is a standby at first.
+    const now = new Date().toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
+    await env.client.create({
+      apiVersion: "coordination.k8s.io/v1",
+      kind: "Lease",
+      metadata: { name: "runnables", namespace: ns },
+      spec: { holderIdentity: "someone-else", leaseDurationSeconds: 3, renewTime: now, acquireTime: now },
+    });
+    const mgr = await Manager.create({
+      kubeconfig: env.kubeconfigPath,
+      name: "runnables-test",
+      metrics: false,
+      health: false,
+      leaderElection: {
+        name: "runnables",
+        namespace: ns,
+        leaseDurationMs: 3_000,
+        renewDeadlineMs: 2_000,
+        retryPeriodMs: 500,
+      },
+      logger: (await import("../logging/index.ts")).createLogger({ level: "silent" }),
+    });
+    t.after(() => mgr.stop());
+    mgr.add(runnable("webhook-like", false)).add(runnable("poller", true));
+    await mgr.start();
+    assert.deepEqual(
+      log,
+      ["webhook-like started"],
+      "only the runnable that needs no leadership runs on a standby",
+    );
+    await eventually(
+      "leadership after the foreign Lease expires",
+      () => log.includes("poller started"),
+      20_000,
+    );
+    await mgr.stop();
+    assert.deepEqual(log.slice(-2).sort(), ["poller stopped", "webhook-like stopped"]);
+  });
 });

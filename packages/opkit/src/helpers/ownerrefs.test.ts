@@ -1,6 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { KubeObject } from "../client/types.ts";
+import { registerKind } from "../client/scopes.ts";
 import {
   AlreadyOwnedError,
   OwnerReferenceError,
@@ -120,5 +121,47 @@ describe("setControllerReference", () => {
     const child = cm("a", { ownerReferences: [{ apiVersion: "v1", kind: "Secret", name: "s", uid: "u" }] });
     assert.equal(getControllerOf(child), undefined);
     assert.equal(isControlledBy(child, app("a", "u")), false);
+  });
+});
+
+describe("setControllerReference without options (as controller-runtime users call it)", () => {
+  it("takes scopes from built-in kinds, never a TypeError", () => {
+    const ns = { apiVersion: "v1", kind: "Namespace", metadata: { name: "team-a", uid: "uid-ns" } };
+    const quota: KubeObject = {
+      apiVersion: "v1",
+      kind: "ResourceQuota",
+      metadata: { name: "q", namespace: "team-a" },
+    };
+    assert.equal(setControllerReference(ns, quota).metadata.ownerReferences?.[0]?.uid, "uid-ns");
+    const pod = { apiVersion: "v1", kind: "Pod", metadata: { name: "p", namespace: "a", uid: "uid-pod" } };
+    const node: KubeObject = { apiVersion: "v1", kind: "Node", metadata: { name: "n1" } };
+    assert.throws(
+      () => setControllerReference(pod, node),
+      OwnerReferenceError,
+      "a namespaced owner of a Node",
+    );
+    assert.throws(
+      () => setControllerReference(app("a"), cm("b")),
+      /cross-namespace/,
+      "an unknown owner kind read from the server carries its namespace",
+    );
+  });
+
+  it("takes scopes from kinds registered by defineKind or discovery", () => {
+    registerKind(
+      { apiVersion: "tenancy.example.com/v1", kind: "Tenant" },
+      { resource: "tenants", scope: "Cluster" },
+    );
+    const tenant = {
+      apiVersion: "tenancy.example.com/v1",
+      kind: "Tenant",
+      metadata: { name: "t", uid: "uid-t" },
+    };
+    const child = setControllerReference(tenant, cm("x"));
+    assert.equal(
+      child.metadata.ownerReferences?.[0]?.kind,
+      "Tenant",
+      "a cluster-scoped owner may own namespaced objects",
+    );
   });
 });
