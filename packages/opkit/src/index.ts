@@ -18,4 +18,5 @@ export * from "./children/index.ts";
 export * from "./logging/index.ts";
 export * from "./metrics/index.ts";
 export * from "./controller/index.ts";
+export * from "./webhook/index.ts";
 export * from "./manager/index.ts";
