@@ -13,6 +13,7 @@ import type { Clock } from "../clock/index.ts";
 import type { Controller } from "../controller/controller.ts";
 import { createLogger, type Logger } from "../logging/index.ts";
 import { Metrics } from "../metrics/index.ts";
+import { WebhookServer, type WebhookServerOptions } from "../webhook/server.ts";
 import { LeaderElector, type LeaderElectorOptions } from "./leaderelection.ts";
 import { OpsServer, cacheSyncedCheck, type Check } from "./server.ts";
 
@@ -56,6 +57,11 @@ export interface ManagerOptions {
   clock?: Clock;
   /** Called when leadership is lost; the default stops the manager and exits the process with code 1. */
   onLeadershipLost?: () => void;
+  /**
+   * Serve these admission/conversion webhooks (HTTPS, default 0.0.0.0:9443, certificate from
+   * `certDir`). Started after the ops servers and before the caches; /readyz reports it as "webhook".
+   */
+  webhook?: Omit<WebhookServerOptions, "metrics" | "logger" | "clock">;
 }
 
 export class Manager {
@@ -69,12 +75,13 @@ export class Manager {
   private readonly servers: OpsServer[] = [];
   private readonly readyChecks: [string, Check][] = [];
   private elector: LeaderElector | undefined;
+  private webhookServer: WebhookServer | undefined;
   private controllersStarted = false;
   private stopped: Promise<void> | undefined;
   private resolveDone: (() => void) | undefined;
   readonly done: Promise<void>;
   /** Ports the ops servers listen on, once started. */
-  readonly ports: { metrics?: number; health?: number } = {};
+  readonly ports: { metrics?: number; health?: number; webhook?: number } = {};
 
   private constructor(client: KubeClient, opts: ManagerOptions) {
     this.opts = opts;
@@ -92,6 +99,16 @@ export class Manager {
         ),
     });
     this.done = new Promise((r) => (this.resolveDone = r));
+    if (opts.webhook) {
+      this.webhookServer = new WebhookServer({
+        ...opts.webhook,
+        metrics: this.metrics,
+        logger: this.logger,
+        clock: opts.clock,
+      });
+      const server = this.webhookServer;
+      this.readyChecks.push(["webhook", () => server.readyCheck()]);
+    }
   }
 
   static async create(opts: ManagerOptions = {}): Promise<Manager> {
@@ -133,6 +150,7 @@ export class Manager {
 
   async start(): Promise<void> {
     await this.startServers();
+    if (this.webhookServer) this.ports.webhook = (await this.webhookServer.start()).port;
     for (const c of this.controllers) {
       await c.setup({
         client: this.client,
@@ -227,6 +245,7 @@ export class Manager {
       const le = this.opts.leaderElection;
       await this.elector?.stop({ release: le ? (le.releaseOnCancel ?? true) : false });
       await this.cache.stop();
+      await this.webhookServer?.stop();
       await Promise.all(this.servers.map((s) => s.stop()));
       await this.client.close();
       this.logger.info("manager stopped");

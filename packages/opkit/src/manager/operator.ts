@@ -6,6 +6,7 @@
 import type { ExtraPolicyRule } from "../client/builtins.ts";
 import type { KindRef, KubeObject } from "../client/types.ts";
 import type { Controller } from "../controller/controller.ts";
+import { DEFAULT_WEBHOOK_PORT, type WebhookHandler } from "../webhook/server.ts";
 import { Manager, type ManagerOptions } from "./manager.ts";
 
 export interface OperatorDefinition {
@@ -25,6 +26,11 @@ export interface OperatorDefinition {
   extraRules?: readonly ExtraPolicyRule[];
   /** Restrict caches to one namespace (least privilege: Roles instead of ClusterRoles). */
   watchNamespace?: string;
+  /**
+   * Admission and conversion webhooks (`validator`, `defaulter`, `conversion`): served by the manager,
+   * and `opkit generate` derives the webhook configurations, CRD conversion and Service from them.
+   */
+  webhooks?: readonly WebhookHandler[];
 }
 
 export function defineOperator(def: OperatorDefinition): OperatorDefinition {
@@ -37,7 +43,9 @@ export function defineOperator(def: OperatorDefinition): OperatorDefinition {
 /**
  * Run an operator as its container does: settings from the environment (KUBECONFIG or in-cluster,
  * POD_NAMESPACE for the Lease, OPKIT_LEADER_ELECT=true for HA, OPKIT_WATCH_NAMESPACE, OPKIT_LOG_LEVEL),
- * metrics on :8080, probes on :8081, until SIGTERM.
+ * metrics on :8080, probes on :8081, until SIGTERM. With webhooks: HTTPS on :9443 (OPKIT_WEBHOOK_PORT,
+ * OPKIT_WEBHOOK_HOST) with tls.crt/tls.key from OPKIT_WEBHOOK_CERT_DIR (default
+ * /tmp/k8s-webhook-server/serving-certs, where the generated Deployment mounts the certificate Secret).
  */
 export async function runOperator(
   def: OperatorDefinition,
@@ -51,6 +59,14 @@ export async function runOperator(
     cache: watchNamespace ? { namespace: watchNamespace } : undefined,
     metrics: { host: "0.0.0.0", port: Number(process.env.OPKIT_METRICS_PORT ?? 8080) },
     health: { host: "0.0.0.0", port: Number(process.env.OPKIT_HEALTH_PORT ?? 8081) },
+    webhook: def.webhooks?.length
+      ? {
+          handlers: def.webhooks,
+          host: process.env.OPKIT_WEBHOOK_HOST || "0.0.0.0",
+          port: Number(process.env.OPKIT_WEBHOOK_PORT ?? DEFAULT_WEBHOOK_PORT),
+          certDir: process.env.OPKIT_WEBHOOK_CERT_DIR || undefined,
+        }
+      : undefined,
     ...overrides,
   });
   for (const make of def.controllers) mgr.add(make());

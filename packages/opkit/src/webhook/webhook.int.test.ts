@@ -11,7 +11,7 @@ import { X509Certificate } from "node:crypto";
 import { connect } from "node:tls";
 import { join } from "node:path";
 import { Type } from "typebox";
-import { defineKind, kindRef, type KubeObject } from "../index.ts";
+import { Manager, controller, defineKind, generationChanged, kindRef, type KubeObject } from "../index.ts";
 import { crdFor } from "../generate/index.ts";
 import { binDir, eventually, useTestEnv, type TestEnv } from "../testenv/index.ts";
 import { createLogger } from "../logging/index.ts";
@@ -25,6 +25,7 @@ import {
   webhookConfigurations,
   writeServingCertificate,
   ValidationError,
+  LocalWebhooks,
   type RunningLocalWebhooks,
 } from "./index.ts";
 
@@ -347,6 +348,64 @@ describe("webhooks called by the kube-apiserver", () => {
     );
     const ok = await env.client.create(Rotated.new("fine", {}, { namespace: ns }));
     assert.equal(ok.metadata.name, "fine");
+  });
+
+  it("the manager serves the webhooks, reports them in /readyz, and its controller refuses with the same validator", async (t) => {
+    const local = await LocalWebhooks.prepare();
+    t.after(() => local.dispose());
+    const reconciled = new Map<string, number>();
+    const refusals: string[] = [];
+    const mgr = await Manager.create({
+      kubeconfig: env.kubeconfigPath,
+      name: "webhook-manager-test",
+      metrics: { host: "127.0.0.1", port: 0 },
+      health: { host: "127.0.0.1", port: 0 },
+      leaderElection: false,
+      logger,
+      cache: { namespace: ns },
+      webhook: { handlers: [watcherValidator], host: local.host, port: local.port, certDir: local.certDir },
+    });
+    // Seed 002: the webhook may not be installed, so the controller checks too — and refuses without
+    // an error (an error would be retried with backoff forever); a fixed spec is a new generation.
+    mgr.add(
+      controller("watcher")
+        .for(Watcher, { predicates: [generationChanged()] })
+        .reconcile(async (req, ctx) => {
+          reconciled.set(req.name, (reconciled.get(req.name) ?? 0) + 1);
+          const obj = ctx.cache.get(Watcher, req.name, { namespace: req.namespace });
+          if (!obj) return;
+          const verdict = await watcherValidator.validate(obj);
+          if (!verdict.allowed) refusals.push(`${req.name}: ${verdict.message}`);
+        }),
+    );
+    await mgr.start();
+    t.after(() => mgr.stop());
+    assert.ok(mgr.ports.webhook, "the webhook port is reported");
+
+    const ready = await fetch(`http://127.0.0.1:${mgr.ports.health}/readyz?verbose`);
+    assert.match(await ready.text(), /\[\+\]webhook ok/);
+
+    // Not registered yet: the invalid object gets in, and the controller refuses it once.
+    await env.client.create(Watcher.new("sneaky", { jobNamePattern: "(" }, { namespace: ns }));
+    await eventually("the controller refused it", () =>
+      refusals.some((r) => r.startsWith("sneaky: spec.jobNamePattern")),
+    );
+    await new Promise((r) => setTimeout(r, 1500));
+    assert.equal(reconciled.get("sneaky"), 1, "no retry loop for an invalid object");
+
+    // Registered: the API server calls the manager's server and refuses at the door.
+    const name = unique("manager-webhooks");
+    await local.register(env.client, name, [watcherValidator]);
+    t.after(() => local.unregister(env.client, name, [watcherValidator]));
+    await untilEffective(
+      Watcher.new("door", { jobNamePattern: "[" }, { namespace: ns }),
+      /spec\.jobNamePattern/,
+    );
+    const text = await (await fetch(`http://127.0.0.1:${mgr.ports.metrics}/metrics`)).text();
+    assert.match(
+      text,
+      /controller_runtime_webhook_requests_total\{webhook="\/validate-webhook-test-opkit-dev-v1-watcher",code="200"\} [1-9]/,
+    );
   });
 });
 
