@@ -6,8 +6,10 @@
  * The file names follow Kubernetes' TLS Secret keys (tls.crt, tls.key, ca.crt), so a Secret mounted as
  * a volume — by cert-manager or by opkit's generated manifests — is read as is.
  */
+import { X509Certificate } from "node:crypto";
 import { readFileSync, statSync } from "node:fs";
-import { mkdir, rename, writeFile } from "node:fs/promises";
+import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
+import { isIP } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createCertificateAuthority, type CertificateAuthority } from "../pki/index.ts";
@@ -143,4 +145,49 @@ export async function writeServingCertificate(
   await writeAtomic(out.keyFile, pair.keyPem, 0o600);
   await writeAtomic(out.certFile, pair.certPem, 0o644);
   return out;
+}
+
+/** A serving certificate's PEM material, as a TLS Secret holds it. */
+export interface CertificatePem {
+  caPem: string;
+  certPem: string;
+  keyPem: string;
+}
+
+/**
+ * The serving certificate in `dir`, issued anew (with a new CA) only when it is missing, does not cover
+ * every one of `hosts`, or expires within `minValidDays` (default 30). So generated manifests that embed
+ * it stay byte-identical from one run to the next.
+ */
+export async function ensureServingCertificate(
+  dir: string,
+  options: { hosts: string[]; minValidDays?: number; validDays?: number },
+): Promise<CertificatePem & { issued: boolean }> {
+  const read = async (f: string): Promise<string | undefined> =>
+    readFile(join(dir, f), "utf8").catch(() => undefined);
+  const [caPem, certPem, keyPem] = await Promise.all([read(CA_FILE), read(CERT_FILE), read(KEY_FILE)]);
+  if (caPem && certPem && keyPem) {
+    try {
+      const cert = new X509Certificate(certPem);
+      const margin = (options.minValidDays ?? 30) * 86_400_000;
+      const covers = options.hosts.every(
+        (h) => (isIP(h) ? cert.checkIP(h) : cert.checkHost(h)) !== undefined,
+      );
+      if (
+        covers &&
+        Date.parse(cert.validTo) - Date.now() > margin &&
+        cert.checkIssued(new X509Certificate(caPem))
+      )
+        return { caPem, certPem, keyPem, issued: false };
+    } catch {
+      // Unreadable files are replaced below.
+    }
+  }
+  const fresh = await writeServingCertificate(dir, { hosts: options.hosts, validDays: options.validDays });
+  return {
+    caPem: fresh.caPem,
+    certPem: await readFile(fresh.certFile, "utf8"),
+    keyPem: await readFile(fresh.keyFile, "utf8"),
+    issued: true,
+  };
 }

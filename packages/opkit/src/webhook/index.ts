@@ -72,6 +72,8 @@ export {
   CertificateError,
   CertificateFiles,
   writeServingCertificate,
+  ensureServingCertificate,
+  type CertificatePem,
   type KeyPair,
   type ServingCertificate,
   type ServingCertificateOptions,
