@@ -7,7 +7,14 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, watch } from "node:fs";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
-import { KubeClient, NotFoundError, kindRef, type KubeObject, type OperatorDefinition } from "opkit";
+import {
+  KubeClient,
+  LocalWebhooks,
+  NotFoundError,
+  kindRef,
+  type KubeObject,
+  type OperatorDefinition,
+} from "opkit";
 import { crdFor } from "opkit/generate";
 import { ControlPlane } from "opkit/testenv";
 import { UsageError } from "./project.ts";
@@ -82,6 +89,64 @@ function kubeconfigEnv(kubeconfig: string | undefined): NodeJS.ProcessEnv {
   return kubeconfig ? { ...process.env, KUBECONFIG: kubeconfig } : process.env;
 }
 
+/** The local webhook set-up of `run --local-webhooks` and `dev`: what the operator needs, and its undo. */
+export interface LocalWebhookSession {
+  /** Environment for the operator process: where to listen and which certificate to serve. */
+  env: NodeJS.ProcessEnv;
+  /** Register again (after CRDs were re-applied, which resets their conversion to None). */
+  register(): Promise<void>;
+  /** Remove the configurations (and CRD conversion) from the cluster and delete the certificate. */
+  cleanup(): Promise<void>;
+}
+
+/**
+ * Generate a CA and serving certificate, choose a free port on 127.0.0.1, and register the project's
+ * webhook configurations in the cluster pointing there (named `<operator>-local`). Undefined when the
+ * project has no webhooks.
+ */
+export async function startLocalWebhookSession(
+  dir: string,
+  kubeconfig: string | undefined,
+): Promise<LocalWebhookSession | undefined> {
+  const op = await loadOperator(dir);
+  const handlers = op.webhooks ?? [];
+  if (handlers.length === 0) return undefined;
+  const local = await LocalWebhooks.prepare();
+  const client = await clientFor(kubeconfig);
+  const name = `${op.name}-local`;
+  try {
+    await local.register(client, name, handlers);
+  } catch (err) {
+    await local.dispose();
+    await client.close();
+    throw err;
+  }
+  process.stderr.write(
+    `webhooks registered as ${name}: ${local.url} (${handlers.map((h) => h.path).join(", ")}), CA ${local.certificate.caFile}\n`,
+  );
+  let done: Promise<void> | undefined;
+  return {
+    env: {
+      OPKIT_WEBHOOK_HOST: local.host,
+      OPKIT_WEBHOOK_PORT: String(local.port),
+      OPKIT_WEBHOOK_CERT_DIR: local.certDir,
+    },
+    register: () => local.register(client, name, handlers),
+    cleanup() {
+      done ??= (async () => {
+        try {
+          await local.unregister(client, name, handlers);
+          process.stderr.write(`webhook configurations ${name} removed\n`);
+        } finally {
+          await local.dispose();
+          await client.close();
+        }
+      })();
+      return done;
+    },
+  };
+}
+
 export function operatorCommands(): Command[] {
   const install = new Command("install")
     .description("apply the project's CRDs to the current cluster")
@@ -106,19 +171,32 @@ export function operatorCommands(): Command[] {
     .argument("[dir]", "project directory", ".")
     .option("--kubeconfig <path>", "kubeconfig (default: standard loading rules)")
     .option("--install-crds", "apply the project's CRDs first")
-    .action(async (dir: string, o: { kubeconfig?: string; installCrds?: boolean }) => {
-      if (o.installCrds)
-        for (const n of await installCrds(dir, o.kubeconfig)) process.stderr.write(`installed CRD ${n}\n`);
-      const child = startOperator(dir, kubeconfigEnv(o.kubeconfig));
-      const forward = (sig: NodeJS.Signals): void => void child.kill(sig);
-      process.on("SIGINT", forward);
-      process.on("SIGTERM", forward);
-      const code = await new Promise<number>((r) => child.on("exit", (c, s) => r(c ?? (s ? 1 : 0))));
-      process.exitCode = code;
-    });
+    .option(
+      "--local-webhooks",
+      "serve the webhooks from this machine: generate a certificate and register the configurations in the cluster, pointing at the operator; removed when it stops",
+    )
+    .action(
+      async (dir: string, o: { kubeconfig?: string; installCrds?: boolean; localWebhooks?: boolean }) => {
+        if (o.installCrds)
+          for (const n of await installCrds(dir, o.kubeconfig)) process.stderr.write(`installed CRD ${n}\n`);
+        const hooks = o.localWebhooks ? await startLocalWebhookSession(dir, o.kubeconfig) : undefined;
+        if (o.localWebhooks && !hooks)
+          process.stderr.write("--local-webhooks: the operator defines no webhooks\n");
+        const child = startOperator(dir, { ...kubeconfigEnv(o.kubeconfig), ...hooks?.env });
+        const forward = (sig: NodeJS.Signals): void => void child.kill(sig);
+        process.on("SIGINT", forward);
+        process.on("SIGTERM", forward);
+        const code = await new Promise<number>((r) => child.on("exit", (c, s) => r(c ?? (s ? 1 : 0))));
+        // Also after a crash: a configuration left pointing at a stopped server would refuse every write.
+        await hooks?.cleanup();
+        process.exitCode = code;
+      },
+    );
 
   const dev = new Command("dev")
-    .description("local control plane + CRDs + run, restarting the operator when a source file changes")
+    .description(
+      "local control plane + CRDs + local webhooks + run, restarting the operator when a source file changes",
+    )
     .argument("[dir]", "project directory", ".")
     .option("--name <name>", "opkit env name", "dev")
     .action(async (dir: string, o: { name: string }) => {
@@ -128,6 +206,11 @@ export function operatorCommands(): Command[] {
         onProgress: (m) => process.stderr.write(`${m}\n`),
       });
       process.stderr.write(`env "${o.name}" ready: ${up.kubeconfig}\n`);
+      // CRDs first: a conversion webhook is registered on its CRD. A broken definition is reported by
+      // restart() below, which the developer fixes while dev keeps running.
+      await installCrds(dir, up.kubeconfig).catch(() => undefined);
+      // The certificate and port stay the same across restarts.
+      const hooks = await startLocalWebhookSession(dir, up.kubeconfig);
       let child: ChildProcess | undefined;
       let stopping = false;
       const restart = async (): Promise<void> => {
@@ -139,12 +222,13 @@ export function operatorCommands(): Command[] {
         if (stopping) return;
         try {
           for (const n of await installCrds(dir, up.kubeconfig)) process.stderr.write(`installed CRD ${n}\n`);
+          await hooks?.register();
         } catch (err) {
           process.stderr.write(
-            `could not install CRDs: ${err instanceof Error ? err.message : String(err)}\n`,
+            `could not install CRDs or register webhooks: ${err instanceof Error ? err.message : String(err)}\n`,
           );
         }
-        child = startOperator(dir, kubeconfigEnv(up.kubeconfig));
+        child = startOperator(dir, { ...kubeconfigEnv(up.kubeconfig), ...hooks?.env });
       };
       let timer: NodeJS.Timeout | undefined;
       const watcher = watch(join(resolve(dir), "src"), { recursive: true }, () => {
@@ -167,6 +251,7 @@ export function operatorCommands(): Command[] {
         process.once("SIGINT", stop);
         process.once("SIGTERM", stop);
       });
+      await hooks?.cleanup();
       process.stderr.write(
         `operator stopped; env "${o.name}" keeps running (opkit env down --name ${o.name} stops it)\n`,
       );
