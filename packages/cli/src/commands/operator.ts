@@ -15,7 +15,7 @@ import {
   type KubeObject,
   type OperatorDefinition,
 } from "opkit";
-import { crdFor } from "opkit/generate";
+import { crdsFor } from "opkit/generate";
 import { ControlPlane } from "opkit/testenv";
 import { UsageError } from "./project.ts";
 import { buildReporter } from "./env.ts";
@@ -33,8 +33,9 @@ export async function loadOperator(dir: string): Promise<OperatorDefinition> {
   return mod.default;
 }
 
+/** The project's CRDs, one per kind with all of its versions (as `opkit generate` writes them). */
 export function crdsOf(op: OperatorDefinition): KubeObject[] {
-  return op.kinds.map((k) => crdFor(k as Parameters<typeof crdFor>[0]) as KubeObject);
+  return crdsFor(op.kinds as Parameters<typeof crdsFor>[0]);
 }
 
 async function clientFor(kubeconfig: string | undefined): Promise<KubeClient> {
