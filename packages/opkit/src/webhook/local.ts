@@ -53,7 +53,7 @@ export class LocalWebhookError extends Error {
 export interface LocalWebhooksOptions {
   /** Address the API server reaches the local server on (default 127.0.0.1). */
   host?: string;
-  /** Default: a free port. */
+  /** Default (or 0): a free port, chosen now. */
   port?: number;
   /** Directory for the certificate (default: a new private temporary directory, removed by `dispose`). */
   dir?: string;
@@ -81,6 +81,11 @@ export class LocalWebhooks {
     const certificate = await writeServingCertificate(dir, { hosts });
     const port = options.port || (await freePort(host));
     return new LocalWebhooks(host, port, certificate, options.dir === undefined);
+  }
+
+  /** The same certificate on another port (e.g. the one a server bound to port 0 got). */
+  withPort(port: number): LocalWebhooks {
+    return new LocalWebhooks(this.host, port, this.certificate, this.#ownDir);
   }
 
   /** Where the certificate files are (the server's `certDir`). */
@@ -197,18 +202,21 @@ export interface RunningLocalWebhooks {
  * cluster of `client` — what a test needs to have the real API server call its webhooks.
  */
 export async function startLocalWebhooks(options: StartLocalWebhooksOptions): Promise<RunningLocalWebhooks> {
-  const local = await LocalWebhooks.prepare({ host: options.host, port: options.port ?? 0 });
+  const prepared = await LocalWebhooks.prepare({ host: options.host, port: options.port });
+  // Bind first (port 0 unless one is asked for), then register the port the server really got: no race
+  // with another process for a port chosen in advance.
   const server = new WebhookServer({
     handlers: options.handlers,
-    host: local.host,
-    port: local.port,
-    certDir: local.certDir,
+    host: prepared.host,
+    port: options.port ?? 0,
+    certDir: prepared.certDir,
     logger: options.logger,
     metrics: options.metrics,
     requestTimeoutMs: options.requestTimeoutMs,
   });
+  let local = prepared;
   try {
-    await server.start();
+    local = prepared.withPort((await server.start()).port);
     await local.register(options.client, options.name, options.handlers);
   } catch (err) {
     await server.stop(0);

@@ -274,6 +274,9 @@ describe("WebhookServer", () => {
         assert.match(err.message, /tls\.crt: not found/);
         return true;
       });
+      await writeFile(join(empty, "tls.crt"), "not a certificate");
+      await writeFile(join(empty, "tls.key"), "not a key");
+      await assert.rejects(s.start(), /do not hold a usable PEM certificate and matching key/);
     } finally {
       await rm(empty, { recursive: true, force: true });
     }

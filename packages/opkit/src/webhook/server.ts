@@ -14,14 +14,21 @@
  */
 import { createServer, type Server } from "node:https";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { connect } from "node:tls";
+import { connect, createSecureContext } from "node:tls";
 import type { AddressInfo, Socket } from "node:net";
 import { join } from "node:path";
 import { realClock, type Clock } from "../clock/index.ts";
 import type { Logger } from "../logging/index.ts";
 import type { Metrics, WebhookMetrics } from "../metrics/index.ts";
 import type { AdmissionWebhook } from "./admission.ts";
-import { CERT_FILE, CertificateFiles, DEFAULT_CERT_DIR, KEY_FILE, type KeyPair } from "./certs.ts";
+import {
+  CERT_FILE,
+  CertificateError,
+  CertificateFiles,
+  DEFAULT_CERT_DIR,
+  KEY_FILE,
+  type KeyPair,
+} from "./certs.ts";
 import type { ConversionWebhook } from "./conversion.ts";
 import {
   MalformedReviewError,
@@ -185,6 +192,15 @@ export class WebhookServer {
   async start(): Promise<{ port: number }> {
     if (this.#server) return { port: this.#port };
     const pair = this.#files.read();
+    try {
+      createSecureContext(tlsOptions(pair));
+    } catch (err) {
+      throw new CertificateError(
+        `${this.#files.certFile} and ${this.#files.keyFile}`,
+        `do not hold a usable PEM certificate and matching key (${err instanceof Error ? err.message : String(err)})`,
+        { cause: err },
+      );
+    }
     const server = createServer({ ...tlsOptions(pair) }, (req, res) => void this.#handle(req, res));
     // Before the TLS handshake of each new connection: pick up a rotated certificate. Prepended so it
     // runs before the TLS server's own listener creates the socket with the current context.
