@@ -26,6 +26,13 @@ const Crds = kindRef<KubeObject & { spec: { conversion?: { strategy: string } } 
   "CustomResourceDefinition",
 );
 const Validating = kindRef("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration");
+const Mutating = kindRef("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration");
+
+/** What `opkit run --local-webhooks` registers; a run killed with SIGKILL cannot remove it. */
+async function removeLocalRegistration(env: TestEnv): Promise<void> {
+  for (const kind of [Validating, Mutating])
+    await env.client.delete(kind, "guestbook-operator-local").catch(() => undefined);
+}
 
 function opkit(args: string[], cwd: string): { code: number; stdout: string; stderr: string } {
   const r = spawnSync(process.execPath, ["--conditions=opkit-source", main, ...args], {
@@ -41,10 +48,11 @@ describe("webhooks in a new project", () => {
   let project: string;
   before(async () => {
     env = await useTestEnv();
+    await removeLocalRegistration(env);
     project = join(mkdtempSync(join(tmpdir(), "opkit-webhooks-")), "guestbook-operator");
   });
   after(async () => {
-    await env?.client.delete(Validating, "guestbook-operator-local").catch(() => undefined);
+    if (env) await removeLocalRegistration(env);
     await env?.client.delete(Crds, CRD).catch(() => undefined);
     await env?.client.delete(kindRef("v1", "Namespace"), "guestbook-operator-system").catch(() => undefined);
     await env?.cleanup();
@@ -168,6 +176,8 @@ describe("webhooks in a new project", () => {
       await exited;
       clearTimeout(timer);
     });
+    // Synced first: a SIGTERM while the manager is still starting exits non-zero (a manager matter).
+    await eventually("the operator started", () => out.includes("caches synced"), 60_000);
     await eventually(
       "webhooks registered",
       () => out.includes("webhooks registered as guestbook-operator-local"),

@@ -11,7 +11,7 @@
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { createServer } from "node:net";
-import { tmpdir } from "node:os";
+import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import type { KubeClient } from "../client/client.ts";
 import { NotFoundError } from "../client/errors.ts";
@@ -28,6 +28,29 @@ const Mutating = kindRef("admissionregistration.k8s.io/v1", "MutatingWebhookConf
 
 /** Field manager of what LocalWebhooks applies. */
 export const LOCAL_WEBHOOKS_FIELD_MANAGER = "opkit-local-webhooks";
+
+const MANAGED_BY = "app.kubernetes.io/managed-by";
+const HOST_LABEL = "opkit.dev/local-host";
+const PID_LABEL = "opkit.dev/local-pid";
+
+/** This machine's name as a label value (at most 63 characters of [A-Za-z0-9._-]). */
+function hostLabel(): string {
+  return (
+    hostname()
+      .replace(/[^A-Za-z0-9._-]/g, "-")
+      .slice(0, 63)
+      .replace(/^[^A-Za-z0-9]+|[^A-Za-z0-9]+$/g, "") || "localhost"
+  );
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
 
 /** A free TCP port on `host` (bound and released; another process could take it in between, rarely). */
 export async function freePort(host = "127.0.0.1"): Promise<number> {
@@ -104,7 +127,9 @@ export class LocalWebhooks {
     return webhookConfigurations(handlers, {
       name,
       target: { url: this.url, caBundle: this.certificate.caPem },
-      labels: { "app.kubernetes.io/managed-by": "opkit-local" },
+      // Who registered it: a later registration on this machine removes those whose process is gone
+      // (a test or `opkit run` killed with SIGKILL could not remove its own).
+      labels: { [MANAGED_BY]: "opkit-local", [HOST_LABEL]: hostLabel(), [PID_LABEL]: String(process.pid) },
     });
   }
 
@@ -113,6 +138,7 @@ export class LocalWebhooks {
    * name) and point the CRDs of conversion handlers at this server. The CRDs must be installed.
    */
   async register(client: KubeClient, name: string, handlers: readonly WebhookHandler[]): Promise<void> {
+    await removeOrphans(client);
     const c = this.configurations(name, handlers);
     for (const { crdName, conversion } of c.conversions) {
       try {
@@ -160,6 +186,27 @@ export class LocalWebhooks {
   /** Delete the certificate directory when `prepare` created it. */
   async dispose(): Promise<void> {
     if (this.#ownDir) await rm(this.certificate.dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Delete local registrations made on this machine by processes that no longer run: with failurePolicy
+ * Fail, a configuration pointing at a dead server refuses every write of its kinds. Best effort.
+ */
+async function removeOrphans(client: KubeClient): Promise<void> {
+  for (const kind of [Validating, Mutating]) {
+    try {
+      const list = await client.list(kind, {
+        labelSelector: `${MANAGED_BY}=opkit-local,${HOST_LABEL}=${hostLabel()}`,
+      });
+      for (const item of list.items) {
+        const pid = Number(item.metadata.labels?.[PID_LABEL]);
+        if (Number.isInteger(pid) && pid > 0 && !processAlive(pid))
+          await deleteIfPresent(client, kind, item.metadata.name ?? "");
+      }
+    } catch {
+      // No permission to list: stale registrations stay until `unregister` or a re-run of the same name.
+    }
   }
 }
 

@@ -294,6 +294,30 @@ describe("webhooks called by the kube-apiserver", () => {
     assert.equal(created.metadata.name, "l1");
   });
 
+  it("a new local registration removes the orphans of dead processes on this machine", async (t) => {
+    const Validating = kindRef("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration");
+    const hooks = await start([validator(Rotated, { create: () => undefined })]);
+    t.after(() => hooks.stop());
+    // A registration left by a process killed with SIGKILL: failurePolicy Fail, its server gone.
+    const dead = spawn(process.execPath, ["-e", ""]);
+    await new Promise((r) => dead.on("exit", r));
+    const orphan = webhookConfigurations([validator(Strict, { create: () => deny("orphan") })], {
+      name: unique("orphan"),
+      target: { url: "https://127.0.0.1:1", caBundle: hooks.local.certificate.caPem },
+      labels: {
+        ...hooks.configurations.validating?.metadata.labels,
+        "opkit.dev/local-pid": String(dead.pid),
+      },
+    }).validating as KubeObject;
+    await env.client.apply(orphan, { force: true, fieldManager: "opkit-local-webhooks" });
+
+    const again = await start([validator(Rotated, { create: () => undefined })]);
+    t.after(() => again.stop());
+    await assert.rejects(env.client.get(Validating, orphan.metadata.name ?? ""), /NotFound|not found/);
+    // Registrations of live processes (this one) stay.
+    assert.ok(await env.client.get(Validating, hooks.configurations.validating?.metadata.name ?? ""));
+  });
+
   it("picks up a rotated certificate on disk without a restart", async (t) => {
     const hooks: RunningLocalWebhooks = await start([
       validator(Rotated, {
@@ -319,7 +343,7 @@ describe("webhooks called by the kube-apiserver", () => {
       {
         name,
         target: { url: local.url, caBundle: next.caPem },
-        labels: { "app.kubernetes.io/managed-by": "opkit-local" },
+        labels: hooks.configurations.validating?.metadata.labels,
       },
     );
     await env.client.apply(updated.validating as KubeObject, {
