@@ -221,4 +221,34 @@ describe("webhooks in a new project", () => {
     assert.match(deploy.stdout, /secret\/guestbook-operator-webhook-cert valid/);
     assert.ok(existsSync(join(project, ".opkit/webhook-certs/tls.key")));
   });
+
+  it("dev registers the webhooks against the operator it runs, and removes them on Ctrl-C", async (t) => {
+    const dev = spawn(process.execPath, ["--conditions=opkit-source", main, "dev", "--name", env.name], {
+      cwd: project,
+      env: { ...process.env, OPKIT_METRICS_PORT: "0", OPKIT_HEALTH_PORT: "0" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    dev.stdout?.on("data", (d: Buffer) => (out += d.toString()));
+    dev.stderr?.on("data", (d: Buffer) => (out += d.toString()));
+    const exited = new Promise<number | null>((r) => dev.on("exit", (c) => r(c)));
+    t.after(async () => {
+      if (dev.exitCode !== null) return;
+      dev.kill("SIGINT");
+      const timer = setTimeout(() => dev.kill("SIGKILL"), 15_000);
+      await exited;
+      clearTimeout(timer);
+    });
+    await eventually("the operator started", () => out.includes("caches synced"), 90_000);
+    assert.match(out, /webhooks registered as guestbook-operator-local: https:\/\/127\.0\.0\.1:\d+/);
+    const live = (await env.client.get(Mutating, "guestbook-operator-local")) as KubeObject & {
+      webhooks: { clientConfig: { url: string } }[];
+    };
+    const port = /127\.0\.0\.1:(\d+)/.exec(live.webhooks[0]?.clientConfig.url ?? "")?.[1];
+    assert.match(out, new RegExp(`"port":${port},.*webhook server listening`));
+    dev.kill("SIGINT");
+    assert.equal(await exited, 0, out);
+    assert.match(out, /webhook configurations guestbook-operator-local removed/);
+    await assert.rejects(env.client.get(Mutating, "guestbook-operator-local"), NotFoundError);
+  });
 });
