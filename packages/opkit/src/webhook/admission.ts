@@ -16,7 +16,6 @@ import jsonpatch from "fast-json-patch";
 import type { ValidationIssue } from "../api/kind.ts";
 import type { KindRef, KubeObject } from "../client/types.ts";
 import { realClock, type Clock } from "../clock/index.ts";
-import type { Logger } from "../logging/index.ts";
 import type { AdmissionRequest, AdmissionResponse, Operation, UserInfo } from "./review.ts";
 
 /** What a webhook configuration needs to know of a kind: `defineKind` results have all of it. */
@@ -151,7 +150,6 @@ export interface AdmitOptions {
   /** Stop waiting for the handler after this long (default and maximum: timeoutSeconds). */
   timeoutMs?: number;
   clock?: Clock;
-  log?: Logger;
 }
 
 /** A badly declared webhook; the message names the option and what to do. */
@@ -400,7 +398,6 @@ export function validator<T extends KubeObject>(
     throw new WebhookDefinitionError(`validator(${kind.kind}): give at least one of create, update, delete`);
 
   async function run(
-    op: Operation,
     call: (ctx: AdmissionContext) => MaybePromise<Verdict | void>,
     ctx: AdmissionContext,
   ): Promise<{ verdict: Verdict; failed: boolean }> {
@@ -441,7 +438,7 @@ export function validator<T extends KubeObject>(
       if (!call) return responseOf(req.uid, { allowed: true });
       const timeoutMs = effectiveTimeout(self, opts);
       const result = await withDeadline(
-        (signal) => run(req.operation, call, contextOf(req, signal)),
+        (signal) => run(call, contextOf(req, signal)),
         timeoutMs,
         opts.clock ?? realClock,
       );
@@ -455,15 +452,15 @@ export function validator<T extends KubeObject>(
     },
     async validateCreate(obj, ctx) {
       const call = callFor("CREATE", undefined, obj);
-      return call ? (await run("CREATE", call, context("CREATE", ctx))).verdict : { allowed: true };
+      return call ? (await run(call, context("CREATE", ctx))).verdict : { allowed: true };
     },
     async validateUpdate(oldObj, newObj, ctx) {
       const call = callFor("UPDATE", oldObj, newObj);
-      return call ? (await run("UPDATE", call, context("UPDATE", ctx))).verdict : { allowed: true };
+      return call ? (await run(call, context("UPDATE", ctx))).verdict : { allowed: true };
     },
     async validateDelete(obj, ctx) {
       const call = callFor("DELETE", obj, undefined);
-      return call ? (await run("DELETE", call, context("DELETE", ctx))).verdict : { allowed: true };
+      return call ? (await run(call, context("DELETE", ctx))).verdict : { allowed: true };
     },
     validate(obj, oldObj) {
       return oldObj === undefined ? self.validateCreate(obj) : self.validateUpdate(oldObj, obj);

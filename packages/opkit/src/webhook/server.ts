@@ -329,7 +329,6 @@ export class WebhookServer {
         const response = await handler.admit(request, {
           timeoutMs: this.#timeoutMs,
           clock: this.#clock,
-          log: this.#logger,
         });
         log.allowed = response.allowed;
         if (response.status?.message) log.message = response.status.message;
