@@ -5,6 +5,7 @@
 import { Command } from "commander";
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, watch } from "node:fs";
+import { connect as netConnect } from "node:net";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import {
@@ -94,18 +95,33 @@ function kubeconfigEnv(kubeconfig: string | undefined): NodeJS.ProcessEnv {
 export interface LocalWebhookSession {
   /** Environment for the operator process: where to listen and which certificate to serve. */
   env: NodeJS.ProcessEnv;
-  /** Register again (after CRDs were re-applied, which resets their conversion to None). */
-  register(): Promise<void>;
+  /**
+   * Wait until the operator serves on the port (while `alive()`), then register the configurations
+   * (again after CRDs were re-applied, which resets their conversion to None). False when it gave up.
+   */
+  register(alive: () => boolean): Promise<boolean>;
   /** Remove the configurations (and CRD conversion) from the cluster and delete the certificate. */
   cleanup(): Promise<void>;
 }
 
+function accepts(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = netConnect({ host, port });
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("error", () => resolve(false));
+  });
+}
+
 /**
- * Generate a CA and serving certificate, choose a free port on 127.0.0.1, and register the project's
- * webhook configurations in the cluster pointing there (named `<operator>-local`). Undefined when the
+ * Generate a CA and serving certificate and choose a free port on 127.0.0.1 for the operator; its
+ * `register` points the project's webhook configurations (named `<operator>-local`) there once the
+ * operator listens, so the API server is never sent to a port nobody serves yet. Undefined when the
  * project has no webhooks.
  */
-export async function startLocalWebhookSession(
+export async function prepareLocalWebhookSession(
   dir: string,
   kubeconfig: string | undefined,
 ): Promise<LocalWebhookSession | undefined> {
@@ -115,26 +131,42 @@ export async function startLocalWebhookSession(
   const local = await LocalWebhooks.prepare();
   const client = await clientFor(kubeconfig);
   const name = `${op.name}-local`;
-  try {
-    await local.register(client, name, handlers);
-  } catch (err) {
-    await local.dispose();
-    await client.close();
-    throw err;
-  }
-  process.stderr.write(
-    `webhooks registered as ${name}: ${local.url} (${handlers.map((h) => h.path).join(", ")}), CA ${local.certificate.caFile}\n`,
-  );
+  let closed = false;
+  let pending: Promise<boolean> = Promise.resolve(false);
   let done: Promise<void> | undefined;
+  const register = async (alive: () => boolean): Promise<boolean> => {
+    const deadline = Date.now() + 120_000;
+    while (!closed && alive() && !(await accepts(local.host, local.port))) {
+      if (Date.now() > deadline) {
+        process.stderr.write(
+          `the operator did not listen on ${local.url} within 120 s; webhooks not registered\n`,
+        );
+        return false;
+      }
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    if (closed || !alive()) return false;
+    await local.register(client, name, handlers);
+    process.stderr.write(
+      `webhooks registered as ${name}: ${local.url} (${handlers.map((h) => h.path).join(", ")}), CA ${local.certificate.caFile}\n`,
+    );
+    return true;
+  };
   return {
     env: {
       OPKIT_WEBHOOK_HOST: local.host,
       OPKIT_WEBHOOK_PORT: String(local.port),
       OPKIT_WEBHOOK_CERT_DIR: local.certDir,
     },
-    register: () => local.register(client, name, handlers),
+    register(alive) {
+      pending = pending.catch(() => false).then(() => register(alive));
+      return pending;
+    },
     cleanup() {
+      closed = true;
       done ??= (async () => {
+        // A registration in flight finishes first, so none is left behind.
+        await pending.catch(() => false);
         try {
           await local.unregister(client, name, handlers);
           process.stderr.write(`webhook configurations ${name} removed\n`);
@@ -146,6 +178,14 @@ export async function startLocalWebhookSession(
       return done;
     },
   };
+}
+
+function reportRegistration(p: Promise<boolean> | undefined): void {
+  p?.catch((err: unknown) =>
+    process.stderr.write(
+      `could not register webhooks: ${err instanceof Error ? err.message : String(err)}\n`,
+    ),
+  );
 }
 
 export function operatorCommands(): Command[] {
@@ -180,10 +220,11 @@ export function operatorCommands(): Command[] {
       async (dir: string, o: { kubeconfig?: string; installCrds?: boolean; localWebhooks?: boolean }) => {
         if (o.installCrds)
           for (const n of await installCrds(dir, o.kubeconfig)) process.stderr.write(`installed CRD ${n}\n`);
-        const hooks = o.localWebhooks ? await startLocalWebhookSession(dir, o.kubeconfig) : undefined;
+        const hooks = o.localWebhooks ? await prepareLocalWebhookSession(dir, o.kubeconfig) : undefined;
         if (o.localWebhooks && !hooks)
           process.stderr.write("--local-webhooks: the operator defines no webhooks\n");
         const child = startOperator(dir, { ...kubeconfigEnv(o.kubeconfig), ...hooks?.env });
+        reportRegistration(hooks?.register(() => child.exitCode === null && child.signalCode === null));
         const forward = (sig: NodeJS.Signals): void => void child.kill(sig);
         process.on("SIGINT", forward);
         process.on("SIGTERM", forward);
@@ -207,11 +248,8 @@ export function operatorCommands(): Command[] {
         onProgress: (m) => process.stderr.write(`${m}\n`),
       });
       process.stderr.write(`env "${o.name}" ready: ${up.kubeconfig}\n`);
-      // CRDs first: a conversion webhook is registered on its CRD. A broken definition is reported by
-      // restart() below, which the developer fixes while dev keeps running.
-      await installCrds(dir, up.kubeconfig).catch(() => undefined);
       // The certificate and port stay the same across restarts.
-      const hooks = await startLocalWebhookSession(dir, up.kubeconfig);
+      const hooks = await prepareLocalWebhookSession(dir, up.kubeconfig);
       let child: ChildProcess | undefined;
       let stopping = false;
       const restart = async (): Promise<void> => {
@@ -223,13 +261,15 @@ export function operatorCommands(): Command[] {
         if (stopping) return;
         try {
           for (const n of await installCrds(dir, up.kubeconfig)) process.stderr.write(`installed CRD ${n}\n`);
-          await hooks?.register();
         } catch (err) {
           process.stderr.write(
-            `could not install CRDs or register webhooks: ${err instanceof Error ? err.message : String(err)}\n`,
+            `could not install CRDs: ${err instanceof Error ? err.message : String(err)}\n`,
           );
         }
-        child = startOperator(dir, { ...kubeconfigEnv(up.kubeconfig), ...hooks?.env });
+        const started = startOperator(dir, { ...kubeconfigEnv(up.kubeconfig), ...hooks?.env });
+        child = started;
+        // Installing the CRDs reset their conversion: register again once this operator listens.
+        reportRegistration(hooks?.register(() => started.exitCode === null && started.signalCode === null));
       };
       let timer: NodeJS.Timeout | undefined;
       const watcher = watch(join(resolve(dir), "src"), { recursive: true }, () => {
