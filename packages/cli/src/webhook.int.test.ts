@@ -79,21 +79,19 @@ describe("webhooks in a new project", () => {
       /webhooks: \[\s*guestbookValidator,\s*guestbookDefaulter,/,
     );
 
-    // A second version, the storage version (the hub), as a user writes it.
-    const v1alpha1 = readFileSync(join(project, "src/api/v1alpha1/guestbook.ts"), "utf8");
-    const v1beta1 = v1alpha1
-      .replace('version: "v1alpha1"', 'version: "v1beta1",\n  storage: true')
-      .replace(/v1alpha1/g, "v1beta1");
-    spawnSync("mkdir", ["-p", join(project, "src/api/v1beta1")]);
-    writeFileSync(join(project, "src/api/v1beta1/guestbook.ts"), v1beta1);
+    // A second version; the user marks it as the storage version (the hub), as the CLI says.
+    const v2 = opkit(
+      ["create", "api", "--group", "apps", "--version", "v1beta1", "--kind", "Guestbook"],
+      project,
+    );
+    assert.equal(v2.code, 0, v2.stderr);
+    assert.match(v2.stdout, /Guestbook now has versions v1alpha1, v1beta1: set storage: true/);
+    const early = opkit(["create", "webhook", "--kind", "Guestbook", "--conversion"], project);
+    assert.match(early.stderr, /no version of Guestbook says storage: true/);
+    const v1beta1 = join(project, "src/api/v1beta1/guestbook.ts");
     writeFileSync(
-      operatorFile,
-      readFileSync(operatorFile, "utf8")
-        .replace(
-          "// +opkit:scaffold:imports",
-          'import { Guestbook as GuestbookV1beta1 } from "./api/v1beta1/guestbook.ts";\n// +opkit:scaffold:imports',
-        )
-        .replace("// +opkit:scaffold:kinds", "GuestbookV1beta1,\n    // +opkit:scaffold:kinds"),
+      v1beta1,
+      readFileSync(v1beta1, "utf8").replace('version: "v1beta1",', 'version: "v1beta1",\n  storage: true,'),
     );
     const conv = opkit(["create", "webhook", "--kind", "Guestbook", "--conversion"], project);
     assert.equal(conv.code, 0, conv.stderr);

@@ -150,28 +150,47 @@ export async function createApi(
   const kindFile = join("src", "api", k.version, `${lower}.ts`);
   if (existsSync(join(root, kindFile)))
     throw new UsageError(`${kindFile} exists already: kind ${k.kind} ${k.version} is defined`);
+  // Another version of a kind the project has: the controller, the test and the registration in
+  // operator.ts exist already; only the definition, a sample and its entry in `kinds` are new.
+  const existing = (await kindVersions(root, lower)).versions;
   const files: Record<string, string> = {
     [kindFile]: kindTs(k),
-    [join("src", "controllers", `${lower}.ts`)]: controllerTs(k),
     [join("config", "samples", `${k.group}_${k.version}_${lower}.yaml`)]: sampleYaml(k),
-    [join("test", `${lower}.int.test.ts`)]: kindTestTs(k),
   };
+  if (existing.length === 0) {
+    files[join("src", "controllers", `${lower}.ts`)] = controllerTs(k);
+    files[join("test", `${lower}.int.test.ts`)] = kindTestTs(k);
+  }
   for (const [f, content] of Object.entries(files)) {
     if (f.startsWith("src/controllers") && existsSync(join(root, f))) continue; // one controller per kind, whatever the version
     await mkdir(dirname(join(root, f)), { recursive: true });
     await writeFile(join(root, f), content);
   }
-  const updated = operator
-    .replace(
-      SCAFFOLD_IMPORTS,
-      `import { ${k.kind} } from "./api/${k.version}/${lower}.ts";\nimport { ${lower}Controller } from "./controllers/${lower}.ts";\n${SCAFFOLD_IMPORTS}`,
-    )
-    .replace(SCAFFOLD_KINDS, `${k.kind},\n    ${SCAFFOLD_KINDS}`)
-    .replace(SCAFFOLD_CONTROLLERS, `${lower}Controller,\n    ${SCAFFOLD_CONTROLLERS}`);
+  const alias = `${k.kind}${k.version.charAt(0).toUpperCase()}${k.version.slice(1)}`;
+  const updated =
+    existing.length === 0
+      ? operator
+          .replace(
+            SCAFFOLD_IMPORTS,
+            `import { ${k.kind} } from "./api/${k.version}/${lower}.ts";\nimport { ${lower}Controller } from "./controllers/${lower}.ts";\n${SCAFFOLD_IMPORTS}`,
+          )
+          .replace(SCAFFOLD_KINDS, `${k.kind},\n    ${SCAFFOLD_KINDS}`)
+          .replace(SCAFFOLD_CONTROLLERS, `${lower}Controller,\n    ${SCAFFOLD_CONTROLLERS}`)
+      : operator
+          .replace(
+            SCAFFOLD_IMPORTS,
+            `import { ${k.kind} as ${alias} } from "./api/${k.version}/${lower}.ts";\n${SCAFFOLD_IMPORTS}`,
+          )
+          .replace(SCAFFOLD_KINDS, `${alias},\n    ${SCAFFOLD_KINDS}`);
   if (updated === operator)
     throw new UsageError("src/operator.ts lost its +opkit:scaffold markers; add the kind there by hand");
   await writeFile(operatorFile, updated);
   return Object.keys(files);
+}
+
+/** What to do after adding a version to a kind that had one already. */
+export function newVersionHint(kind: string, versions: readonly string[]): string {
+  return `${kind} now has versions ${versions.join(", ")}: set storage: true in the defineKind of the version objects are stored in, then npx opkit create webhook --kind ${kind} --conversion`;
 }
 
 export interface CreateWebhookOptions {
@@ -214,7 +233,9 @@ export async function createWebhook(dir: string, opts: CreateWebhookOptions): Pr
     throw new UsageError(
       `kind ${opts.kind} is not defined here (no src/api/<version>/${lower}.ts): run opkit create api --kind ${opts.kind} first`,
     );
-  const version = opts.version ?? (versions.length === 1 ? versions[0] : storage);
+  const admission = Boolean(opts.validation || opts.defaulting);
+  // Conversion involves every version; the admission webhooks are for one.
+  const version = opts.version ?? (versions.length === 1 || !admission ? (storage ?? versions[0]) : storage);
   if (!version || !versions.includes(version))
     throw new UsageError(
       `--version ${opts.version ?? "(none)"}: ${opts.kind} has versions ${versions.join(", ")}; pass --version with one of them`,
@@ -328,7 +349,12 @@ export function projectCommands(): Command[] {
       async (o: { group: string; version: string; kind: string; clusterScoped?: boolean; dir: string }) => {
         const files = await createApi(o.dir, o);
         for (const f of files) console.log(`wrote ${f}`);
-        console.log("next: npx opkit generate && npm test");
+        const { versions } = await kindVersions(resolve(o.dir), o.kind.toLowerCase());
+        console.log(
+          versions.length > 1
+            ? `next: ${newVersionHint(o.kind, versions)}`
+            : "next: npx opkit generate && npm test",
+        );
       },
     );
   create
