@@ -9,7 +9,7 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -53,6 +53,7 @@ describe("webhooks in a new project", () => {
   });
   after(async () => {
     if (env) await removeLocalRegistration(env);
+    if (project) rmSync(join(project, ".."), { recursive: true, force: true });
     await env?.client.delete(Crds, CRD).catch(() => undefined);
     await env?.client.delete(kindRef("v1", "Namespace"), "guestbook-operator-system").catch(() => undefined);
     await env?.cleanup();
