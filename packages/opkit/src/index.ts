@@ -42,4 +42,5 @@ export {
   type ReconcileTimer,
 } from "./metrics/index.ts";
 export * from "./controller/index.ts";
+export * from "./webhook/index.ts";
 export * from "./manager/index.ts";

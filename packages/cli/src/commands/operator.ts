@@ -5,10 +5,18 @@
 import { Command } from "commander";
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, watch } from "node:fs";
+import { connect as netConnect } from "node:net";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
-import { KubeClient, NotFoundError, kindRef, type KubeObject, type OperatorDefinition } from "opkit";
-import { crdFor } from "opkit/generate";
+import {
+  KubeClient,
+  LocalWebhooks,
+  NotFoundError,
+  kindRef,
+  type KubeObject,
+  type OperatorDefinition,
+} from "opkit";
+import { crdsFor } from "opkit/generate";
 import { ControlPlane } from "opkit/testenv";
 import { UsageError } from "./project.ts";
 import { buildReporter } from "./env.ts";
@@ -26,8 +34,9 @@ export async function loadOperator(dir: string): Promise<OperatorDefinition> {
   return mod.default;
 }
 
+/** The project's CRDs, one per kind with all of its versions (as `opkit generate` writes them). */
 export function crdsOf(op: OperatorDefinition): KubeObject[] {
-  return op.kinds.map((k) => crdFor(k as Parameters<typeof crdFor>[0]) as KubeObject);
+  return crdsFor(op.kinds as Parameters<typeof crdsFor>[0]);
 }
 
 async function clientFor(kubeconfig: string | undefined): Promise<KubeClient> {
@@ -69,17 +78,136 @@ export async function uninstallCrds(dir: string, kubeconfig?: string): Promise<s
   }
 }
 
-/** Start `node src/main.ts` of a project; signals to this process are passed on. */
-export function startOperator(dir: string, env: NodeJS.ProcessEnv): ChildProcess {
-  return spawn(process.execPath, [join(resolve(dir), "src", "main.ts")], {
+/**
+ * Local runs serve metrics and probes on free loopback ports (logged at start), so two operators on one
+ * machine never collide on :8080/:8081; flags given after `--` come later and win.
+ */
+export const LOCAL_OPERATOR_FLAGS: readonly string[] = [
+  "--metrics-bind-address=127.0.0.1:0",
+  "--health-probe-bind-address=127.0.0.1:0",
+];
+
+/**
+ * Start `node src/main.ts` of a project with `args`. The child gets an IPC channel: if this process dies
+ * (even by SIGKILL) the channel closes and the operator stops too, so no operator is left orphaned.
+ */
+export function startOperator(
+  dir: string,
+  env: NodeJS.ProcessEnv,
+  args: readonly string[] = [],
+): ChildProcess {
+  return spawn(process.execPath, [join(resolve(dir), "src", "main.ts"), ...LOCAL_OPERATOR_FLAGS, ...args], {
     cwd: resolve(dir),
     env,
-    stdio: "inherit",
+    stdio: ["inherit", "inherit", "inherit", "ipc"],
   });
+}
+
+/** `opkit run [dir] -- flags…`: commander puts everything after `--` into the operands. */
+function splitOperands(dir: string | undefined, rest: readonly string[]): { dir: string; args: string[] } {
+  if (dir === undefined) return { dir: ".", args: [...rest] };
+  if (dir.startsWith("-")) return { dir: ".", args: [dir, ...rest] };
+  return { dir, args: [...rest] };
 }
 
 function kubeconfigEnv(kubeconfig: string | undefined): NodeJS.ProcessEnv {
   return kubeconfig ? { ...process.env, KUBECONFIG: kubeconfig } : process.env;
+}
+
+/** The local webhook set-up of `run --local-webhooks` and `dev`: what the operator needs, and its undo. */
+export interface LocalWebhookSession {
+  /** Environment for the operator process: where to listen and which certificate to serve. */
+  env: NodeJS.ProcessEnv;
+  /**
+   * Wait until the operator serves on the port (while `alive()`), then register the configurations
+   * (again after CRDs were re-applied, which resets their conversion to None). False when it gave up.
+   */
+  register(alive: () => boolean): Promise<boolean>;
+  /** Remove the configurations (and CRD conversion) from the cluster and delete the certificate. */
+  cleanup(): Promise<void>;
+}
+
+function accepts(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = netConnect({ host, port });
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("error", () => resolve(false));
+  });
+}
+
+/**
+ * Generate a CA and serving certificate and choose a free port on 127.0.0.1 for the operator; its
+ * `register` points the project's webhook configurations (named `<operator>-local`) there once the
+ * operator listens, so the API server is never sent to a port nobody serves yet. Undefined when the
+ * project has no webhooks.
+ */
+export async function prepareLocalWebhookSession(
+  dir: string,
+  kubeconfig: string | undefined,
+): Promise<LocalWebhookSession | undefined> {
+  const op = await loadOperator(dir);
+  const handlers = op.webhooks ?? [];
+  if (handlers.length === 0) return undefined;
+  const local = await LocalWebhooks.prepare();
+  const client = await clientFor(kubeconfig);
+  const name = `${op.name}-local`;
+  let closed = false;
+  let pending: Promise<boolean> = Promise.resolve(false);
+  let done: Promise<void> | undefined;
+  const register = async (alive: () => boolean): Promise<boolean> => {
+    const deadline = Date.now() + 120_000;
+    while (!closed && alive() && !(await accepts(local.host, local.port))) {
+      if (Date.now() > deadline) {
+        process.stderr.write(
+          `the operator did not listen on ${local.url} within 120 s; webhooks not registered\n`,
+        );
+        return false;
+      }
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    if (closed || !alive()) return false;
+    await local.register(client, name, handlers);
+    process.stderr.write(
+      `webhooks registered as ${name}: ${local.url} (${handlers.map((h) => h.path).join(", ")}), CA ${local.certificate.caFile}\n`,
+    );
+    return true;
+  };
+  return {
+    env: {
+      OPKIT_WEBHOOK_BIND_ADDRESS: `${local.host}:${local.port}`,
+      OPKIT_WEBHOOK_CERT_DIR: local.certDir,
+    },
+    register(alive) {
+      pending = pending.catch(() => false).then(() => register(alive));
+      return pending;
+    },
+    cleanup() {
+      closed = true;
+      done ??= (async () => {
+        // A registration in flight finishes first, so none is left behind.
+        await pending.catch(() => false);
+        try {
+          await local.unregister(client, name, handlers);
+          process.stderr.write(`webhook configurations ${name} removed\n`);
+        } finally {
+          await local.dispose();
+          await client.close();
+        }
+      })();
+      return done;
+    },
+  };
+}
+
+function reportRegistration(p: Promise<boolean> | undefined): void {
+  p?.catch((err: unknown) =>
+    process.stderr.write(
+      `could not register webhooks: ${err instanceof Error ? err.message : String(err)}\n`,
+    ),
+  );
 }
 
 export function operatorCommands(): Command[] {
@@ -102,32 +230,58 @@ export function operatorCommands(): Command[] {
     });
 
   const run = new Command("run")
-    .description("run the operator in the foreground against the current kubeconfig")
-    .argument("[dir]", "project directory", ".")
+    .description(
+      "run the operator in the foreground against the current kubeconfig; flags after -- go to the operator (e.g. -- --log-level debug)",
+    )
+    .argument("[dir]", "project directory (default: .)")
+    .argument("[operatorFlags...]", "the operator's own flags, after --")
     .option("--kubeconfig <path>", "kubeconfig (default: standard loading rules)")
     .option("--install-crds", "apply the project's CRDs first")
-    .action(async (dir: string, o: { kubeconfig?: string; installCrds?: boolean }) => {
-      if (o.installCrds)
-        for (const n of await installCrds(dir, o.kubeconfig)) process.stderr.write(`installed CRD ${n}\n`);
-      const child = startOperator(dir, kubeconfigEnv(o.kubeconfig));
-      const forward = (sig: NodeJS.Signals): void => void child.kill(sig);
-      process.on("SIGINT", forward);
-      process.on("SIGTERM", forward);
-      const code = await new Promise<number>((r) => child.on("exit", (c, s) => r(c ?? (s ? 1 : 0))));
-      process.exitCode = code;
-    });
+    .option(
+      "--local-webhooks",
+      "serve the webhooks from this machine: generate a certificate and register the configurations in the cluster, pointing at the operator; removed when it stops",
+    )
+    .action(
+      async (
+        dirOperand: string | undefined,
+        rest: string[],
+        o: { kubeconfig?: string; installCrds?: boolean; localWebhooks?: boolean },
+      ) => {
+        const { dir, args } = splitOperands(dirOperand, rest);
+        if (o.installCrds)
+          for (const n of await installCrds(dir, o.kubeconfig)) process.stderr.write(`installed CRD ${n}\n`);
+        const hooks = o.localWebhooks ? await prepareLocalWebhookSession(dir, o.kubeconfig) : undefined;
+        if (o.localWebhooks && !hooks)
+          process.stderr.write("--local-webhooks: the operator defines no webhooks\n");
+        const child = startOperator(dir, { ...kubeconfigEnv(o.kubeconfig), ...hooks?.env }, args);
+        reportRegistration(hooks?.register(() => child.exitCode === null && child.signalCode === null));
+        const forward = (sig: NodeJS.Signals): void => void child.kill(sig);
+        process.on("SIGINT", forward);
+        process.on("SIGTERM", forward);
+        const code = await new Promise<number>((r) => child.on("exit", (c, s) => r(c ?? (s ? 1 : 0))));
+        // Also after a crash: a configuration left pointing at a stopped server would refuse every write.
+        await hooks?.cleanup();
+        process.exitCode = code;
+      },
+    );
 
   const dev = new Command("dev")
-    .description("local control plane + CRDs + run, restarting the operator when a source file changes")
-    .argument("[dir]", "project directory", ".")
+    .description(
+      "local control plane + CRDs + local webhooks + run, restarting the operator when a source file changes",
+    )
+    .argument("[dir]", "project directory (default: .)")
+    .argument("[operatorFlags...]", "the operator's own flags, after --")
     .option("--name <name>", "opkit env name", "dev")
-    .action(async (dir: string, o: { name: string }) => {
+    .action(async (dirOperand: string | undefined, rest: string[], o: { name: string }) => {
+      const { dir, args } = splitOperands(dirOperand, rest);
       const cp = new ControlPlane(o.name);
       const up = await cp.up({
         onBuildProgress: buildReporter(),
         onProgress: (m) => process.stderr.write(`${m}\n`),
       });
       process.stderr.write(`env "${o.name}" ready: ${up.kubeconfig}\n`);
+      // The certificate and port stay the same across restarts.
+      const hooks = await prepareLocalWebhookSession(dir, up.kubeconfig);
       let child: ChildProcess | undefined;
       let stopping = false;
       const restart = async (): Promise<void> => {
@@ -144,7 +298,10 @@ export function operatorCommands(): Command[] {
             `could not install CRDs: ${err instanceof Error ? err.message : String(err)}\n`,
           );
         }
-        child = startOperator(dir, kubeconfigEnv(up.kubeconfig));
+        const started = startOperator(dir, { ...kubeconfigEnv(up.kubeconfig), ...hooks?.env }, args);
+        child = started;
+        // Installing the CRDs reset their conversion: register again once this operator listens.
+        reportRegistration(hooks?.register(() => started.exitCode === null && started.signalCode === null));
       };
       let timer: NodeJS.Timeout | undefined;
       const watcher = watch(join(resolve(dir), "src"), { recursive: true }, () => {
@@ -167,6 +324,7 @@ export function operatorCommands(): Command[] {
         process.once("SIGINT", stop);
         process.once("SIGTERM", stop);
       });
+      await hooks?.cleanup();
       process.stderr.write(
         `operator stopped; env "${o.name}" keeps running (opkit env down --name ${o.name} stops it)\n`,
       );

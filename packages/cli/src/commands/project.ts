@@ -12,7 +12,9 @@ import {
   SCAFFOLD_CONTROLLERS,
   SCAFFOLD_IMPORTS,
   SCAFFOLD_KINDS,
+  SCAFFOLD_WEBHOOKS,
   controllerTs,
+  conversionTs,
   gitignore,
   kindTestTs,
   kindTs,
@@ -22,7 +24,11 @@ import {
   readme,
   sampleYaml,
   tsconfig,
+  webhookTestTs,
+  webhookTs,
+  type ConversionVars,
   type KindVars,
+  type WebhookVars,
 } from "../scaffold/templates.ts";
 
 export class UsageError extends Error {
@@ -138,26 +144,169 @@ export async function createApi(
   const kindFile = join("src", "api", k.version, `${lower}.ts`);
   if (existsSync(join(root, kindFile)))
     throw new UsageError(`${kindFile} exists already: kind ${k.kind} ${k.version} is defined`);
+  // Another version of a kind the project has: the controller, the test and the registration in
+  // operator.ts exist already; only the definition, a sample and its entry in `kinds` are new.
+  const existing = (await kindVersions(root, lower)).versions;
   const files: Record<string, string> = {
     [kindFile]: kindTs(k),
-    [join("src", "controllers", `${lower}.ts`)]: controllerTs(k),
     [join("config", "samples", `${k.group}_${k.version}_${lower}.yaml`)]: sampleYaml(k),
-    [join("test", `${lower}.int.test.ts`)]: kindTestTs(k),
   };
+  if (existing.length === 0) {
+    files[join("src", "controllers", `${lower}.ts`)] = controllerTs(k);
+    files[join("test", `${lower}.int.test.ts`)] = kindTestTs(k);
+  }
   for (const [f, content] of Object.entries(files)) {
     if (f.startsWith("src/controllers") && existsSync(join(root, f))) continue; // one controller per kind, whatever the version
     await mkdir(dirname(join(root, f)), { recursive: true });
     await writeFile(join(root, f), content);
   }
-  const updated = operator
-    .replace(
-      SCAFFOLD_IMPORTS,
-      `import { ${k.kind} } from "./api/${k.version}/${lower}.ts";\nimport { ${lower}Controller } from "./controllers/${lower}.ts";\n${SCAFFOLD_IMPORTS}`,
-    )
-    .replace(SCAFFOLD_KINDS, `${k.kind},\n    ${SCAFFOLD_KINDS}`)
-    .replace(SCAFFOLD_CONTROLLERS, `${lower}Controller,\n    ${SCAFFOLD_CONTROLLERS}`);
+  const alias = `${k.kind}${k.version.charAt(0).toUpperCase()}${k.version.slice(1)}`;
+  const updated =
+    existing.length === 0
+      ? operator
+          .replace(
+            SCAFFOLD_IMPORTS,
+            `import { ${k.kind} } from "./api/${k.version}/${lower}.ts";\nimport { ${lower}Controller } from "./controllers/${lower}.ts";\n${SCAFFOLD_IMPORTS}`,
+          )
+          .replace(SCAFFOLD_KINDS, `${k.kind},\n    ${SCAFFOLD_KINDS}`)
+          .replace(SCAFFOLD_CONTROLLERS, `${lower}Controller,\n    ${SCAFFOLD_CONTROLLERS}`)
+      : operator
+          .replace(
+            SCAFFOLD_IMPORTS,
+            `import { ${k.kind} as ${alias} } from "./api/${k.version}/${lower}.ts";\n${SCAFFOLD_IMPORTS}`,
+          )
+          .replace(SCAFFOLD_KINDS, `${alias},\n    ${SCAFFOLD_KINDS}`);
   if (updated === operator)
     throw new UsageError("src/operator.ts lost its +opkit:scaffold markers; add the kind there by hand");
+  await writeFile(operatorFile, updated);
+  return Object.keys(files);
+}
+
+/** What to do after adding a version to a kind that had one already. */
+export function newVersionHint(kind: string, versions: readonly string[]): string {
+  return `${kind} now has versions ${versions.join(", ")}: set storage: true in the defineKind of the version objects are stored in, then npx opkit create webhook --kind ${kind} --conversion`;
+}
+
+export interface CreateWebhookOptions {
+  kind: string;
+  /** The version the admission webhooks are for (default: the only version, or the storage version). */
+  version?: string;
+  validation?: boolean;
+  defaulting?: boolean;
+  conversion?: boolean;
+}
+
+/** Versions of a kind in the project (src/api/<version>/<kind>.ts) and which one says storage: true. */
+async function kindVersions(root: string, lower: string): Promise<{ versions: string[]; storage?: string }> {
+  const api = join(root, "src", "api");
+  const dirs = existsSync(api) ? await readdir(api) : [];
+  const versions = dirs.filter((v) => existsSync(join(api, v, `${lower}.ts`))).sort();
+  let storage: string | undefined;
+  for (const v of versions)
+    if (/storage:\s*true/.test(await readFile(join(api, v, `${lower}.ts`), "utf8"))) storage = v;
+  return { versions, storage };
+}
+
+/**
+ * `opkit create webhook`: the handler files of a kind, their registration in src/operator.ts (so the
+ * manager serves them and `opkit generate` writes their configurations), and a test of their own that
+ * runs with the real API server calling them.
+ */
+export async function createWebhook(dir: string, opts: CreateWebhookOptions): Promise<string[]> {
+  const root = resolve(dir);
+  const operatorFile = join(root, "src", "operator.ts");
+  if (!existsSync(operatorFile))
+    throw new UsageError(`${root} is not an opkit project (no src/operator.ts): run opkit init first`);
+  if (!opts.validation && !opts.defaulting && !opts.conversion)
+    throw new UsageError("say which webhooks to add: --validation, --defaulting and/or --conversion");
+  const operator = await readFile(operatorFile, "utf8");
+  const domain = /domain: "([^"]+)"/.exec(operator)?.[1] ?? "";
+  const lower = opts.kind.toLowerCase();
+  const { versions, storage } = await kindVersions(root, lower);
+  if (versions.length === 0)
+    throw new UsageError(
+      `kind ${opts.kind} is not defined here (no src/api/<version>/${lower}.ts): run opkit create api --kind ${opts.kind} first`,
+    );
+  const admission = Boolean(opts.validation || opts.defaulting);
+  // Conversion involves every version; the admission webhooks are for one.
+  const version = opts.version ?? (versions.length === 1 || !admission ? (storage ?? versions[0]) : storage);
+  if (!version || !versions.includes(version))
+    throw new UsageError(
+      `--version ${opts.version ?? "(none)"}: ${opts.kind} has versions ${versions.join(", ")}; pass --version with one of them`,
+    );
+  const kindSource = await readFile(join(root, "src", "api", version, `${lower}.ts`), "utf8");
+  const fullGroup = /group: "([^"]+)"/.exec(kindSource)?.[1] ?? domain;
+  const k: KindVars = {
+    group: fullGroup.split(".")[0] ?? fullGroup,
+    fullGroup,
+    version,
+    kind: opts.kind,
+    lower,
+    plural: /plural: "([^"]+)"/.exec(kindSource)?.[1] ?? defaultPlural(opts.kind),
+    clusterScoped: /scope: "Cluster"/.test(kindSource),
+  };
+  const files: Record<string, string> = {};
+  const registrations: { name: string; from: string }[] = [];
+  if (opts.validation || opts.defaulting) {
+    const w: WebhookVars = {
+      ...k,
+      validation: Boolean(opts.validation),
+      defaulting: Boolean(opts.defaulting),
+    };
+    files[join("src", "webhooks", `${lower}.ts`)] = webhookTs(w);
+    files[join("test", `${lower}-webhook.int.test.ts`)] = webhookTestTs(w);
+    if (w.validation) registrations.push({ name: `${lower}Validator`, from: `./webhooks/${lower}.ts` });
+    if (w.defaulting) registrations.push({ name: `${lower}Defaulter`, from: `./webhooks/${lower}.ts` });
+  }
+  if (opts.conversion) {
+    if (versions.length < 2)
+      throw new UsageError(
+        `--conversion: ${opts.kind} has one version (${versions.join("")}); add another with opkit create api --version <v> --kind ${opts.kind} first`,
+      );
+    if (!storage)
+      throw new UsageError(
+        `--conversion: no version of ${opts.kind} says storage: true; add it to the defineKind of the version objects are stored in (the hub)`,
+      );
+    const c: ConversionVars = {
+      kind: opts.kind,
+      lower,
+      fullGroup,
+      hub: storage,
+      spokes: versions.filter((v) => v !== storage),
+    };
+    files[join("src", "webhooks", `${lower}-conversion.ts`)] = conversionTs(c);
+    files[join("test", `${lower}-conversion.int.test.ts`)] = webhookTestTs(
+      { ...k, version: storage, validation: false, defaulting: false },
+      c,
+    );
+    registrations.push({ name: `${lower}Conversion`, from: `./webhooks/${lower}-conversion.ts` });
+  }
+  for (const f of Object.keys(files))
+    if (existsSync(join(root, f)))
+      throw new UsageError(`${f} exists already: edit it, or remove it to scaffold the webhook again`);
+  let updated = operator;
+  if (!updated.includes(SCAFFOLD_WEBHOOKS)) {
+    // Projects made before webhooks existed: add the list next to the controllers.
+    updated = updated.replace(/\n\}\);\s*$/, `\n  webhooks: [\n    ${SCAFFOLD_WEBHOOKS}\n  ],\n});\n`);
+  }
+  const byFile = new Map<string, string[]>();
+  for (const r of registrations) byFile.set(r.from, [...(byFile.get(r.from) ?? []), r.name]);
+  const imports = [...byFile]
+    .map(([from, names]) => `import { ${names.join(", ")} } from "${from}";\n`)
+    .join("");
+  const before = updated;
+  updated = updated
+    .replace(SCAFFOLD_IMPORTS, `${imports}${SCAFFOLD_IMPORTS}`)
+    .replace(
+      SCAFFOLD_WEBHOOKS,
+      `${registrations.map((r) => `${r.name},\n    `).join("")}${SCAFFOLD_WEBHOOKS}`,
+    );
+  if (updated === before || !updated.includes(SCAFFOLD_WEBHOOKS))
+    throw new UsageError("src/operator.ts lost its +opkit:scaffold markers; add the webhooks there by hand");
+  for (const [f, content] of Object.entries(files)) {
+    await mkdir(dirname(join(root, f)), { recursive: true });
+    await writeFile(join(root, f), content);
+  }
   await writeFile(operatorFile, updated);
   return Object.keys(files);
 }
@@ -194,8 +343,33 @@ export function projectCommands(): Command[] {
       async (o: { group: string; version: string; kind: string; clusterScoped?: boolean; dir: string }) => {
         const files = await createApi(o.dir, o);
         for (const f of files) console.log(`wrote ${f}`);
-        console.log("next: npx opkit generate && npm test");
+        const { versions } = await kindVersions(resolve(o.dir), o.kind.toLowerCase());
+        console.log(
+          versions.length > 1
+            ? `next: ${newVersionHint(o.kind, versions)}`
+            : "next: npx opkit generate && npm test",
+        );
       },
     );
+  create
+    .command("webhook")
+    .description(
+      "add admission (--validation, --defaulting) or conversion (--conversion) webhooks for a kind, wired into src/operator.ts, with a test",
+    )
+    .requiredOption("--kind <Kind>", "the kind, e.g. Memcached", checkKind)
+    .option(
+      "--version <version>",
+      "the API version the admission webhooks are for (default: the only or storage version)",
+      checkVersion,
+    )
+    .option("--validation", "a validating webhook (create/update/delete checks)")
+    .option("--defaulting", "a defaulting (mutating) webhook")
+    .option("--conversion", "a conversion webhook between the kind's versions (hub: the storage version)")
+    .option("--dir <dir>", "project directory", ".")
+    .action(async (o: CreateWebhookOptions & { dir: string }) => {
+      const files = await createWebhook(o.dir, o);
+      for (const f of files) console.log(`wrote ${f}`);
+      console.log("next: npx opkit generate && npm test");
+    });
   return [init, create];
 }

@@ -23,6 +23,7 @@ export interface KindVars {
 export const SCAFFOLD_IMPORTS = "// +opkit:scaffold:imports";
 export const SCAFFOLD_KINDS = "// +opkit:scaffold:kinds";
 export const SCAFFOLD_CONTROLLERS = "// +opkit:scaffold:controllers";
+export const SCAFFOLD_WEBHOOKS = "// +opkit:scaffold:webhooks";
 
 export function packageJson(v: ProjectVars): string {
   return (
@@ -65,7 +66,9 @@ export const tsconfig = `{
 }
 `;
 
-export const gitignore = "node_modules/\n";
+// .opkit/ holds the webhook CA and key; webhook-secret.yaml the Secret made from them.
+export const gitignore =
+  "node_modules/\n.opkit/\nconfig/webhook-secret.yaml\nchart/templates/webhook-secret.yaml\n";
 
 export function operatorTs(v: ProjectVars): string {
   return `/**
@@ -83,6 +86,9 @@ export default defineOperator({
   ],
   controllers: [
     ${SCAFFOLD_CONTROLLERS}
+  ],
+  webhooks: [
+    ${SCAFFOLD_WEBHOOKS}
   ],
 });
 `;
@@ -103,7 +109,8 @@ A Kubernetes operator written with [opkit](https://github.com/opkit).
 - \`npx opkit create api --group <g> --version v1alpha1 --kind <Kind>\` — add a kind and its controller
 - \`npx opkit generate\` — CRDs, RBAC, manifests, Helm chart into \`config/\`
 - \`npm test\` — tests against a real local control plane (\`opkit env\`)
-- \`npx opkit run --install-crds\` — run against the current kubeconfig
+- \`npx opkit create webhook --kind <Kind> --validation --defaulting\` — admission webhooks (\`--conversion\` for a kind with several versions)
+- \`npx opkit run --install-crds --local-webhooks\` — run against the current kubeconfig; webhooks are registered to call this process
 `;
 }
 
@@ -178,15 +185,17 @@ export function kindTestTs(k: KindVars): string {
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Manager, getCondition } from "opkit";
-import { crdFor } from "opkit/generate";
+import { crdsFor } from "opkit/generate";
 import { eventually, useTestEnv } from "opkit/testenv";
+import operator from "../src/operator.ts";
 import { ${k.kind} } from "../src/api/${k.version}/${k.lower}.ts";
 import { ${k.lower}Controller } from "../src/controllers/${k.lower}.ts";
 
 test("a ${k.kind} is reconciled to Ready", async (t) => {
   const env = await useTestEnv();
   t.after(() => env.cleanup());
-  await env.installCrds([crdFor(${k.kind})]);
+  // The CRDs as opkit generate writes them (every version of every kind).
+  await env.installCrds(crdsFor(operator.kinds as Parameters<typeof crdsFor>[0]));
   const ns = await env.namespace("${k.lower}");
   const mgr = await Manager.create({
     kubeconfig: env.kubeconfigPath,
@@ -207,4 +216,213 @@ test("a ${k.kind} is reconciled to Ready", async (t) => {
   assert.equal(obj.spec.size, 2);
 });
 `;
+}
+
+export interface WebhookVars extends KindVars {
+  validation: boolean;
+  defaulting: boolean;
+}
+
+/** src/webhooks/<kind>.ts: the validator and/or defaulter of one kind. */
+export function webhookTs(w: WebhookVars): string {
+  const imports = [w.validation ? "deny, validator" : "", w.defaulting ? "defaulter" : ""]
+    .filter(Boolean)
+    .join(", ");
+  let out = `/**
+ * Admission webhooks for ${w.kind}: checks and defaults OpenAPI cannot express. The manager serves them;
+ * \`opkit generate\` writes the webhook configurations; \`opkit run --local-webhooks\` registers them
+ * against this machine. A validator is also callable from the controller (\`${w.lower}Validator.validate(obj)\`)
+ * for clusters where the webhook is not installed.
+ */
+import { ${imports} } from "opkit";
+import { ${w.kind} } from "../api/${w.version}/${w.lower}.ts";
+`;
+  if (w.validation)
+    out += `
+/** The largest change of spec.size in one update (an example of a rule that needs the old object). */
+export const MAX_SIZE_STEP = 10;
+
+export const ${w.lower}Validator = validator(${w.kind}, {
+  // create(obj) { ... } — return deny("why", { field: "spec.x" }) or throw new ValidationError(...).
+  update(oldObj, newObj) {
+    const step = Math.abs(newObj.spec.size - oldObj.spec.size);
+    if (step > MAX_SIZE_STEP)
+      return deny(\`may change by at most \${MAX_SIZE_STEP} at a time (asked \${oldObj.spec.size} -> \${newObj.spec.size})\`, {
+        field: "spec.size",
+      });
+  },
+});
+`;
+  if (w.defaulting)
+    out += `
+/** Label key the defaulter fills (an example default; replace it with yours). */
+export const TIER_LABEL = "${w.fullGroup}/tier";
+
+export const ${w.lower}Defaulter = defaulter(${w.kind}, (obj) => {
+  obj.metadata.labels = { ...obj.metadata.labels };
+  obj.metadata.labels[TIER_LABEL] ??= obj.spec.size > 3 ? "large" : "small";
+});
+`;
+  return out;
+}
+
+export interface ConversionVars {
+  kind: string;
+  lower: string;
+  fullGroup: string;
+  hub: string;
+  spokes: string[];
+}
+
+function versionIdent(kind: string, version: string): string {
+  return kind + version.charAt(0).toUpperCase() + version.slice(1);
+}
+
+/** src/webhooks/<kind>-conversion.ts: hub-and-spoke conversion between the kind's versions. */
+export function conversionTs(c: ConversionVars): string {
+  const hub = versionIdent(c.kind, c.hub);
+  const imports = [c.hub, ...c.spokes]
+    .map((v) => `import { ${c.kind} as ${versionIdent(c.kind, v)} } from "../api/${v}/${c.lower}.ts";`)
+    .join("\n");
+  const spokes = c.spokes
+    .map(
+      (v) => `    {
+      kind: ${versionIdent(c.kind, v)},
+      // ${v} -> ${c.hub}. While the schemas are equal this copies; when they differ, map the fields here
+      // (and keep what ${c.hub} cannot hold in an annotation, so that the round trip is exact).
+      toHub: (obj) => ({ spec: { ...obj.spec }, status: obj.status }),
+      // ${c.hub} -> ${v}.
+      fromHub: (hub) => ({ spec: { ...hub.spec }, status: hub.status }),
+    },`,
+    )
+    .join("\n");
+  return `/**
+ * Conversion between the versions of ${c.kind}: ${c.hub} is the hub (the storage version); every other
+ * version converts to and from it. The API server calls this webhook to serve an object in a version
+ * other than the one it was stored in.
+ */
+import { conversion } from "opkit";
+${imports}
+
+export const ${c.lower}Conversion = conversion({
+  hub: ${hub},
+  spokes: [
+${spokes}
+  ],
+});
+`;
+}
+
+/** test/<kind>-webhook.int.test.ts: the real API server calls the webhooks. */
+export function webhookTestTs(w: WebhookVars, conv?: ConversionVars): string {
+  const ns = w.clusterScoped ? "" : ", { namespace: ns }";
+  const nsOpt = w.clusterScoped ? "" : "{ namespace: ns }";
+  const handlers = [
+    w.validation ? `${w.lower}Validator` : "",
+    w.defaulting ? `${w.lower}Defaulter` : "",
+    conv ? `${w.lower}Conversion` : "",
+  ].filter(Boolean);
+  const kindImports = conv
+    ? [conv.hub, ...conv.spokes]
+        .map(
+          (v) => `import { ${w.kind} as ${versionIdent(w.kind, v)} } from "../src/api/${v}/${w.lower}.ts";`,
+        )
+        .join("\n")
+    : `import { ${w.kind} } from "../src/api/${w.version}/${w.lower}.ts";`;
+  const K = conv ? versionIdent(w.kind, conv.hub) : w.kind;
+  const admission = [
+    w.validation ? `${w.lower}Validator` : "",
+    w.defaulting ? `${w.lower}Defaulter` : "",
+  ].filter(Boolean);
+  let out = `/** ${w.kind} webhooks against a real local control plane (opkit env): the API server calls them. */
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { Metrics, startLocalWebhooks, type RunningLocalWebhooks } from "opkit";
+import { crdsFor } from "opkit/generate";
+import { eventually, useTestEnv, type TestEnv } from "opkit/testenv";
+import operator from "../src/operator.ts";
+${kindImports}
+${admission.length ? `import { ${[...admission, w.defaulting ? "TIER_LABEL" : ""].filter(Boolean).join(", ")} } from "../src/webhooks/${w.lower}.ts";\n` : ""}${conv ? `import { ${w.lower}Conversion } from "../src/webhooks/${w.lower}-conversion.ts";\n` : ""}
+describe("${w.kind} webhooks", () => {
+  let env: TestEnv;
+  let ns: string;
+  let hooks: RunningLocalWebhooks;
+  const metrics = new Metrics({ processMetrics: false });
+  before(async () => {
+    env = await useTestEnv();
+    await env.installCrds(crdsFor(operator.kinds as Parameters<typeof crdsFor>[0]));
+    ns = await env.namespace("${w.lower}-webhooks");
+    hooks = await startLocalWebhooks({
+      client: env.client,
+      name: \`${w.lower}-webhook-test-\${process.pid}\`,
+      handlers: [${handlers.join(", ")}],
+      metrics,
+    });
+    // The API server picks up new webhook configurations within a moment: wait until it calls ours.
+    await eventually(
+      "the webhooks are called",
+      async () => {
+        const probe = await env.client.create(${K}.new(\`probe-\${Date.now()}\`, { size: 1 }${ns}), { dryRun: true });
+        return ${w.defaulting ? `probe.metadata.labels?.[TIER_LABEL] === "small"` : "true"};
+      },
+      30_000,
+    );
+  });
+  after(async () => {
+    await hooks?.stop();
+    await env?.cleanup();
+  });
+`;
+  if (w.validation)
+    out += `
+  it("refuses a change of spec.size that is too large, naming the field", async () => {
+    const obj = await env.client.create(${K}.new("step", { size: 2 }${ns}));
+    obj.spec.size = 50;
+    await eventually("the validator refuses", async () => {
+      try {
+        await env.client.update(obj, { dryRun: true });
+        return false;
+      } catch (err) {
+        return /spec\\.size: may change by at most/.test((err as Error).message);
+      }
+    });
+    obj.spec.size = 12;
+    const ok = await env.client.update(obj);
+    assert.equal(ok.spec.size, 12);
+    // The same function decides in a reconcile, without the webhook.
+    assert.equal((await ${w.lower}Validator.validate({ ...ok, spec: { ...ok.spec, size: 40 } }, ok)).allowed, false);
+  });
+`;
+  if (w.defaulting)
+    out += `
+  it("fills defaults that are visible in the stored object", async () => {
+    await env.client.create(${K}.new("defaults", { size: 5 }${ns}));
+    const stored = await env.client.get(${K}, "defaults"${ns ? `, ${nsOpt}` : ""});
+    assert.equal(stored.metadata.labels?.[TIER_LABEL], "large");
+  });
+`;
+  if (conv)
+    out += conv.spokes
+      .map(
+        (v) => `
+  it("converts between ${v} and ${conv.hub} through the webhook", async () => {
+    const S = ${versionIdent(w.kind, v)};
+    await env.client.create(S.new("from-${v}", { size: 3 }${ns}));
+    const asHub = await env.client.get(${versionIdent(w.kind, conv.hub)}, "from-${v}"${ns ? `, ${nsOpt}` : ""});
+    assert.equal(asHub.apiVersion, "${conv.fullGroup}/${conv.hub}");
+    assert.equal(asHub.spec.size, 3);
+    await env.client.create(${versionIdent(w.kind, conv.hub)}.new("from-${conv.hub}-to-${v}", { size: 4 }${ns}));
+    const asSpoke = await env.client.get(S, "from-${conv.hub}-to-${v}"${ns ? `, ${nsOpt}` : ""});
+    assert.equal(asSpoke.apiVersion, "${conv.fullGroup}/${v}");
+    assert.equal(asSpoke.spec.size, 4);
+    // The API server asked the webhook (not just relabelled the object).
+    const calls = /controller_runtime_webhook_requests_total\\{webhook="\\/convert-[^"]*",code="200"\\} (\\d+)/.exec(await metrics.text());
+    assert.ok(Number(calls?.[1]) > 0, "the conversion webhook was called");
+  });
+`,
+      )
+      .join("");
+  out += `});
+`;
+  return out;
 }

@@ -102,7 +102,32 @@ function templatize(
       }
     }
   };
+  // Webhook certificates name the namespace inside strings: the Service's DNS names and cert-manager's
+  // CA-injection annotation ("<namespace>/<certificate>").
+  const inString = (parts: [string, string]): string =>
+    token(
+      `{{ printf "%s%s%s" ${JSON.stringify(parts[0])} .Values.namespace ${JSON.stringify(parts[1])} | quote }}`,
+    );
+  const svcSuffix = `.${values.namespace}.svc`;
   for (const o of copy) {
+    const injectFrom = o.metadata.annotations?.["cert-manager.io/inject-ca-from"];
+    if (
+      o.kind !== "CustomResourceDefinition" &&
+      injectFrom?.startsWith(`${values.namespace}/`) &&
+      o.metadata.annotations
+    )
+      o.metadata.annotations["cert-manager.io/inject-ca-from"] = inString([
+        "",
+        injectFrom.slice(values.namespace.length),
+      ]);
+    if (o.kind === "Certificate" && o.apiVersion?.startsWith("cert-manager.io/")) {
+      const spec = (o as KubeObject & { spec?: { dnsNames?: string[] } }).spec;
+      if (spec?.dnsNames)
+        spec.dnsNames = spec.dnsNames.map((n) => {
+          const at = n.indexOf(svcSuffix);
+          return at < 0 ? n : inString([n.slice(0, at + 1), n.slice(at + 1 + values.namespace.length)]);
+        });
+    }
     if (o.kind === "Namespace" && o.metadata.name === values.namespace) o.metadata.name = token(nsExpr);
     // CRDs go to the chart's crds/ directory, which Helm never templates.
     if (o.kind !== "CustomResourceDefinition") walk(o);

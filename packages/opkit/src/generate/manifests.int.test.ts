@@ -6,6 +6,10 @@
  */
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
+import { DEFAULT_HEALTH_PORT, DEFAULT_METRICS_PORT } from "../manager/server.ts";
+import { DEFAULT_WEBHOOK_PORT } from "../webhook/server.ts";
+
+const PORTS = { metrics: DEFAULT_METRICS_PORT, health: DEFAULT_HEALTH_PORT, webhook: DEFAULT_WEBHOOK_PORT };
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -157,6 +161,7 @@ describe("generated manifests", () => {
       resolve: resolverFromClient(env.client),
     });
     return manifestsFor({
+      ports: PORTS,
       name,
       namespace: ns,
       image: "ghcr.io/example/gen-op:v0.1.0",
@@ -165,7 +170,7 @@ describe("generated manifests", () => {
       crds: [widgetCrd],
       env: { EXTRA: "1" },
       args: ["--zap-devel"],
-      webhook: { port: 9443 },
+      webhook: {},
     });
   }
 

@@ -1,5 +1,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { DEFAULT_HEALTH_PORT, DEFAULT_METRICS_PORT } from "../manager/server.ts";
+import { DEFAULT_WEBHOOK_PORT } from "../webhook/server.ts";
+
+const PORTS = { metrics: DEFAULT_METRICS_PORT, health: DEFAULT_HEALTH_PORT, webhook: DEFAULT_WEBHOOK_PORT };
 import { mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -10,7 +14,7 @@ import { manifestsFor, writeKustomize, ManifestError } from "./manifests.ts";
 import { writeHelmChart } from "./helm.ts";
 import { dockerfile, dockerignore } from "./dockerfile.ts";
 
-async function sample(replicas = 1, webhook?: { port: number }): Promise<KubeObject[]> {
+async function sample(replicas = 1, webhook?: Record<string, never>): Promise<KubeObject[]> {
   const rbac = await rbacFor({
     name: "copy-op",
     namespace: "copy-system",
@@ -31,6 +35,7 @@ async function sample(replicas = 1, webhook?: { port: number }): Promise<KubeObj
     },
   } as KubeObject;
   return manifestsFor({
+    ports: PORTS,
     name: "copy-op",
     namespace: "copy-system",
     image: "ghcr.io/example/copy-op:v1.2.3",
@@ -109,6 +114,8 @@ test("the Deployment is hardened, probed and wired to the manager's defaults", a
   assert.deepEqual(c.env, [
     { name: "POD_NAMESPACE", valueFrom: { fieldRef: { fieldPath: "metadata.namespace" } } },
     { name: "OPKIT_LEADER_ELECT", value: "false" },
+    { name: "OPKIT_METRICS_BIND_ADDRESS", value: ":8080" },
+    { name: "OPKIT_HEALTH_PROBE_BIND_ADDRESS", value: ":8081" },
     { name: "LOG_FORMAT", value: "json" },
   ]);
   const svc = objs.find((o) => o.kind === "Service") as KubeObject & { spec: { ports: unknown[] } };
@@ -116,7 +123,7 @@ test("the Deployment is hardened, probed and wired to the manager's defaults", a
 });
 
 test("replicas > 1 turn on leader election; a webhook adds its port and Service", async () => {
-  const objs = await sample(3, { port: 9443 });
+  const objs = await sample(3, {});
   const dep = objs.find((o) => o.kind === "Deployment") as Deployment;
   assert.equal(dep.spec.replicas, 3);
   const c = dep.spec.template.spec.containers[0]!;
@@ -127,7 +134,14 @@ test("replicas > 1 turn on leader election; a webhook adds its port and Service"
   assert.deepEqual(c.ports.at(-1), { name: "webhook", containerPort: 9443, protocol: "TCP" });
   assert.equal(objs.at(-1)?.metadata.name, "copy-op-webhook");
   assert.throws(
-    () => manifestsFor({ name: "Bad_Name", namespace: "x", image: "i", rbac: [] }),
+    () =>
+      manifestsFor({
+        ports: PORTS,
+        name: "Bad_Name",
+        namespace: "x",
+        image: "i",
+        rbac: [],
+      }),
     (e: unknown) => e instanceof ManifestError && /name "Bad_Name" must be a DNS label/.test(e.message),
   );
 });
@@ -146,7 +160,7 @@ async function filesUnder(dir: string): Promise<Map<string, string>> {
 test("kustomize and helm layouts are complete and re-running changes nothing", async (t) => {
   const dir = await mkdtemp(join(tmpdir(), "opkit-gen-"));
   t.after(() => rm(dir, { recursive: true, force: true }));
-  const objs = await sample(1, { port: 9443 });
+  const objs = await sample(1, {});
   const kdir = join(dir, "config");
   const hdir = join(dir, "chart");
   // A stale generated file is removed; a hand-written one stays.
@@ -211,12 +225,12 @@ test("kustomize and helm layouts are complete and re-running changes nothing", a
   const mtimes = async (d: string) =>
     Promise.all([...(await filesUnder(d)).keys()].map(async (f) => (await stat(join(d, f))).mtimeMs));
   const before = [await mtimes(kdir), await mtimes(hdir)];
-  await writeKustomize(kdir, await sample(1, { port: 9443 }));
+  await writeKustomize(kdir, await sample(1, {}));
   await writeHelmChart(hdir, {
     name: "copy-op",
     version: "0.1.0",
     appVersion: "v1.2.3",
-    objects: await sample(1, { port: 9443 }),
+    objects: await sample(1, {}),
   });
   assert.deepEqual(await filesUnder(kdir), k1);
   assert.deepEqual(await filesUnder(hdir), h1);

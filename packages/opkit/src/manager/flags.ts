@@ -11,10 +11,11 @@
 import { parseArgs } from "node:util";
 import type { LogFormat, LogLevel } from "../logging/index.ts";
 import type { ListenAddress } from "./manager.ts";
+import { DEFAULT_WEBHOOK_PORT } from "../webhook/server.ts";
 import { DEFAULT_HEALTH_PORT, DEFAULT_METRICS_PORT } from "./server.ts";
 
-/** The webhook server's port (controller-runtime's). */
-export const DEFAULT_WEBHOOK_PORT = 9443;
+/** Where the webhook server reads tls.crt and tls.key (controller-runtime's default; manifests mount it). */
+export const DEFAULT_WEBHOOK_CERT_DIR = "/tmp/k8s-webhook-server/serving-certs";
 
 /** An operator's own flag: `--billing-url`, with an environment fallback and a default. */
 export interface FlagSpec {
@@ -36,6 +37,8 @@ export interface OperatorFlags {
   metricsBindAddress: ListenAddress | false;
   healthProbeBindAddress: ListenAddress | false;
   webhookBindAddress: ListenAddress | false;
+  /** Directory holding the webhook server's tls.crt and tls.key (re-read when they change). */
+  webhookCertDir: string;
   leaderElect: boolean;
   logLevel: LogLevel;
   logFormat: LogFormat;
@@ -88,6 +91,13 @@ const BUILTIN: readonly BuiltinFlag[] = [
     type: "string",
     default: `:${DEFAULT_WEBHOOK_PORT}`,
     description: "Address of the webhook server, when the operator has webhooks (same syntax).",
+  },
+  {
+    name: "webhook-cert-dir",
+    env: "OPKIT_WEBHOOK_CERT_DIR",
+    type: "string",
+    default: DEFAULT_WEBHOOK_CERT_DIR,
+    description: "Directory with the webhook server's tls.crt and tls.key (re-read when they change).",
   },
   {
     name: "leader-elect",
@@ -233,6 +243,7 @@ export function parseOperatorFlags(
     metricsBindAddress: parseBindAddress(str("metrics-bind-address"), "metrics-bind-address"),
     healthProbeBindAddress: parseBindAddress(str("health-probe-bind-address"), "health-probe-bind-address"),
     webhookBindAddress: parseBindAddress(str("webhook-bind-address"), "webhook-bind-address"),
+    webhookCertDir: str("webhook-cert-dir"),
     leaderElect: read("leader-elect", "OPKIT_LEADER_ELECT", "boolean", false) === true,
     logLevel: logLevel as LogLevel,
     logFormat,

@@ -40,7 +40,7 @@ export {
   type CheckResult,
 } from "./server.ts";
 export {
-  DEFAULT_WEBHOOK_PORT,
+  DEFAULT_WEBHOOK_CERT_DIR,
   FlagError,
   operatorUsage,
   parseBindAddress,

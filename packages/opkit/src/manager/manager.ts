@@ -13,10 +13,12 @@
  */
 import { Cache, type CacheOptions } from "../cache/cache.ts";
 import { KubeClient, type ClientOptions } from "../client/client.ts";
+import { TooManyRequestsError, UnknownKindError } from "../client/errors.ts";
 import { realClock, type Clock, type TimerHandle } from "../clock/index.ts";
 import type { Controller } from "../controller/controller.ts";
 import { createLogger, type Logger } from "../logging/index.ts";
 import { Metrics } from "../metrics/index.ts";
+import { WebhookServer, type WebhookServerOptions } from "../webhook/server.ts";
 import {
   defaultIdentity,
   LeaderElector,
@@ -76,6 +78,11 @@ export interface ManagerOptions {
   /** /healthz and /readyz (default 0.0.0.0:8081; the same address as metrics serves both). */
   health?: ListenAddress | false;
   leaderElection?: LeaderElectionOptions | false;
+  /**
+   * Serve these admission/conversion webhooks (HTTPS, default 0.0.0.0:9443, certificate from
+   * `certDir`). Started after the ops servers and before the caches; /readyz reports it as "webhook".
+   */
+  webhook?: Omit<WebhookServerOptions, "metrics" | "logger" | "clock">;
   /** How long in-flight reconciles may take to finish on a graceful stop (default 30 s). */
   gracefulShutdownMs?: number;
   /** How long caches may take to sync before start fails with the kinds that did not (default 2 min). */
@@ -112,15 +119,17 @@ export class Manager {
   private readonly readyChecks: [string, Check][] = [];
   private readonly runnableStops = new Map<Runnable, { abort: AbortController; done: Promise<void> }>();
   private elector: LeaderElector | undefined;
+  private readonly webhookServer: WebhookServer | undefined;
   private leaderWorkStarted = false;
   private startCalled = false;
   private stopped: Promise<void> | undefined;
   private lost: LeadershipLostError | undefined;
+  private readonly stopRequested: (() => void)[] = [];
   private resolveDone: (() => void) | undefined;
   /** Resolves once the manager has stopped (gracefully or after losing leadership). */
   readonly done: Promise<void>;
   /** Ports the ops servers listen on, once started. */
-  readonly ports: { metrics?: number; health?: number } = {};
+  readonly ports: { metrics?: number; health?: number; webhook?: number } = {};
 
   private constructor(client: KubeClient, opts: ManagerOptions) {
     this.opts = opts;
@@ -131,13 +140,25 @@ export class Manager {
     this.cache = new Cache(client, {
       ...opts.cache,
       clock: opts.cache?.clock ?? opts.clock,
+      // A kind installed a moment ago answers 429 or 404 until the API server serves it; the reflector
+      // retries with backoff, so that is worth a debug line, not an error.
       onError: (err, kind) =>
-        this.logger.error(
+        this.logger[isTransient(err) ? "debug" : "error"](
           { kind, err: err instanceof Error ? err.message : String(err) },
-          "list/watch failed",
+          isTransient(err) ? "list/watch not ready yet; retrying" : "list/watch failed",
         ),
     });
     this.done = new Promise((r) => (this.resolveDone = r));
+    if (opts.webhook) {
+      const server = new WebhookServer({
+        ...opts.webhook,
+        metrics: this.metrics,
+        logger: this.logger,
+        clock: opts.clock,
+      });
+      this.webhookServer = server;
+      this.readyChecks.push(["webhook", () => server.readyCheck()]);
+    }
   }
 
   static async create(opts: ManagerOptions = {}): Promise<Manager> {
@@ -195,6 +216,8 @@ export class Manager {
   async start(): Promise<void> {
     this.startCalled = true;
     await this.startServers();
+    // Webhooks serve on every replica, leader or not, before the caches: admission must not wait for them.
+    if (this.webhookServer) this.ports.webhook = (await this.webhookServer.start()).port;
     for (const c of this.controllers) {
       await c.setup({
         client: this.client,
@@ -206,7 +229,13 @@ export class Manager {
       });
     }
     this.cache.start();
-    await this.cache.waitForSync(this.opts.cacheSyncTimeoutMs ?? 120_000);
+    // A stop (SIGTERM) during the sync ends start quietly instead of as a sync timeout.
+    const synced = this.cache.waitForSync(this.opts.cacheSyncTimeoutMs ?? 120_000);
+    const stopping = new Promise<"stopping">((resolve) => this.stopRequested.push(() => resolve("stopping")));
+    if ((await Promise.race([synced, stopping])) === "stopping") {
+      synced.catch(() => undefined);
+      return;
+    }
     this.logger.info({ kinds: [...new Set(this.cache.health().map((h) => h.kind))] }, "caches synced");
     for (const r of this.runnables(false)) this.startRunnable(r);
     const le = this.opts.leaderElection;
@@ -329,6 +358,7 @@ export class Manager {
    * the grace period, then releases the Lease; caches and servers stop last. Idempotent.
    */
   stop(): Promise<void> {
+    for (const r of this.stopRequested.splice(0)) r();
     this.stopped ??= (async () => {
       const grace = this.opts.gracefulShutdownMs ?? 30_000;
       const le = this.opts.leaderElection;
@@ -340,6 +370,7 @@ export class Manager {
       await this.stopRunnables(grace);
       await this.elector?.stop({ release: le && !this.lost ? (le.releaseOnCancel ?? true) : false });
       await this.cache.stop();
+      await this.webhookServer?.stop();
       await Promise.all(this.servers.map((s) => s.stop()));
       await this.client.close();
       this.logger.info("manager stopped");
@@ -391,6 +422,10 @@ export class Manager {
       process.off("SIGINT", onSignal);
     }
   }
+}
+
+function isTransient(err: unknown): boolean {
+  return err instanceof TooManyRequestsError || err instanceof UnknownKindError;
 }
 
 function isController(item: Controller | Runnable): item is Controller {

@@ -15,6 +15,7 @@ import {
   type FlagValues,
   type OperatorFlags,
 } from "./flags.ts";
+import type { WebhookHandler } from "../webhook/server.ts";
 import { Manager, type ManagerOptions, type Runnable } from "./manager.ts";
 
 /** What a controller factory receives: the parsed values of the operator's own flags, and its logger. */
@@ -44,6 +45,11 @@ export interface OperatorDefinition {
   extraRules?: readonly ExtraPolicyRule[];
   /** Restrict caches to one namespace (least privilege: Roles instead of ClusterRoles). */
   watchNamespace?: string;
+  /**
+   * Admission and conversion webhooks (`validator`, `defaulter`, `conversion`): served by the manager,
+   * and `opkit generate` derives the webhook configurations, CRD conversion and Service from them.
+   */
+  webhooks?: readonly WebhookHandler[];
 }
 
 /** A wrong operator definition (bad name, flag clashing with a built-in). */
@@ -99,6 +105,10 @@ export function managerOptionsFromFlags(
           : undefined,
     metrics: flags.metricsBindAddress,
     health: flags.healthProbeBindAddress,
+    webhook:
+      def.webhooks?.length && flags.webhookBindAddress
+        ? { handlers: def.webhooks, ...flags.webhookBindAddress, certDir: flags.webhookCertDir }
+        : undefined,
   };
 }
 
@@ -130,5 +140,14 @@ export async function runOperator(
   const ctx: OperatorContext = { flags: flags.custom, logger };
   for (const make of def.controllers) mgr.add(make(ctx));
   for (const make of def.runnables ?? []) mgr.add(make(ctx));
+  // Started by `opkit run`/`opkit dev` with an IPC channel: when that parent dies (even by SIGKILL) the
+  // channel closes, and the operator stops instead of running on as an orphan.
+  if (process.channel) {
+    process.channel.unref();
+    process.once("disconnect", () => {
+      logger.info("the process that started this operator is gone; stopping");
+      void mgr.stop();
+    });
+  }
   await mgr.run();
 }

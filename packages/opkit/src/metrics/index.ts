@@ -39,6 +39,18 @@ export interface ReconcileMetricsOptions {
   maxConcurrentReconciles?: number;
 }
 
+/** One webhook request in progress; `end` is idempotent. */
+export interface WebhookRequestTimer {
+  /** The HTTP status code the server answered with. */
+  end(code: number): void;
+}
+
+/** Per-webhook (per path) request instrumentation. */
+export interface WebhookMetrics {
+  /** Call when a request arrives; counts it in flight until `end`. */
+  start(): WebhookRequestTimer;
+}
+
 /** What the scrape-time workqueue gauges read from a queue (WorkQueue satisfies it). */
 export interface ObservableQueue {
   unfinishedWorkMs(): number;
@@ -62,6 +74,8 @@ const RECONCILE_BUCKETS = [
 const WORKQUEUE_BUCKETS = Array.from({ length: 12 }, (_, i) => Number((1e-8 * 10 ** i).toPrecision(1)));
 // client-go's rest_client_request_duration_seconds buckets.
 const REST_BUCKETS = [0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60];
+// controller-runtime's webhook latency buckets (prometheus.DefBuckets).
+const WEBHOOK_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
 type QueueLabels = "name" | "controller";
 
@@ -89,6 +103,10 @@ export class Metrics {
   readonly #leader: Gauge<"name">;
   readonly #requests: Counter<"code" | "method" | "host">;
   readonly #requestDuration: Histogram<"verb" | "host">;
+
+  readonly #webhookRequests: Counter<"webhook" | "code">;
+  readonly #webhookLatency: Histogram<"webhook">;
+  readonly #webhookInFlight: Gauge<"webhook">;
 
   constructor(options: MetricsOptions = {}) {
     this.registry = new Registry();
@@ -218,6 +236,26 @@ export class Metrics {
       buckets: REST_BUCKETS,
       registers,
     });
+
+    this.#webhookRequests = new Counter({
+      name: "controller_runtime_webhook_requests_total",
+      help: "Total number of admission requests by HTTP status code.",
+      labelNames: ["webhook", "code"],
+      registers,
+    });
+    this.#webhookLatency = new Histogram({
+      name: "controller_runtime_webhook_latency_seconds",
+      help: "Histogram of the latency of processing admission requests",
+      labelNames: ["webhook"],
+      buckets: WEBHOOK_BUCKETS,
+      registers,
+    });
+    this.#webhookInFlight = new Gauge({
+      name: "controller_runtime_webhook_requests_in_flight",
+      help: "Current number of admission requests being served.",
+      labelNames: ["webhook"],
+      registers,
+    });
   }
 
   /** The exposition text for a scrape. */
@@ -326,6 +364,34 @@ export class Metrics {
       const code = event.code === 0 ? "<error>" : String(event.code);
       this.#requests.inc({ code, method: event.method, host });
       if (!event.watch) this.#requestDuration.observe({ verb: event.method, host }, event.durationMs / 1000);
+    };
+  }
+
+  /**
+   * Request instrumentation for one webhook path: controller_runtime_webhook_requests_total{webhook,code},
+   * controller_runtime_webhook_latency_seconds{webhook} and controller_runtime_webhook_requests_in_flight{webhook}.
+   * The 200 and 500 series start at zero so that rate() works before the first request.
+   */
+  webhook(path: string): WebhookMetrics {
+    const webhook = path;
+    this.#webhookInFlight.inc({ webhook }, 0);
+    this.#webhookRequests.inc({ webhook, code: "200" }, 0);
+    this.#webhookRequests.inc({ webhook, code: "500" }, 0);
+    return {
+      start: () => {
+        const startedAt = this.#clock.now();
+        this.#webhookInFlight.inc({ webhook });
+        let ended = false;
+        return {
+          end: (code) => {
+            if (ended) return;
+            ended = true;
+            this.#webhookInFlight.dec({ webhook });
+            this.#webhookLatency.observe({ webhook }, (this.#clock.now() - startedAt) / 1000);
+            this.#webhookRequests.inc({ webhook, code: String(code) });
+          },
+        };
+      },
     };
   }
 

@@ -1,0 +1,161 @@
+/**
+ * Webhook configurations derived from the handlers, so the paths, rules and policies the API server is
+ * told about are the ones the server serves: a ValidatingWebhookConfiguration and a
+ * MutatingWebhookConfiguration (one webhook entry per handler) and, per multi-version kind with a
+ * conversion handler, the CRD's `spec.conversion`.
+ *
+ * Where the API server reaches the server is the caller's choice: a Service in the cluster (the
+ * generated manifests) or a URL (local development, tests). Pure and deterministic.
+ */
+import type { KubeObject } from "../client/types.ts";
+import type { AdmissionWebhook } from "./admission.ts";
+import { WebhookDefinitionError } from "./admission.ts";
+import type { WebhookHandler } from "./server.ts";
+
+/** Where the API server sends webhook requests. `caBundle` is the PEM of the CA that signed the server's certificate. */
+export type WebhookTarget =
+  | { url: string; caBundle?: string }
+  | { service: { name: string; namespace: string; port?: number }; caBundle?: string };
+
+/** `clientConfig` of a webhook entry or a CRD conversion webhook. */
+export interface WebhookClientConfig {
+  url?: string;
+  service?: { name: string; namespace: string; path: string; port: number };
+  /** Base64 of the CA PEM. */
+  caBundle?: string;
+}
+
+/** A CRD's `spec.conversion` for the Webhook strategy. */
+export interface CrdConversion {
+  strategy: "Webhook";
+  webhook: { clientConfig: WebhookClientConfig; conversionReviewVersions: ["v1"] };
+}
+
+export interface WebhookConfigurations {
+  /** Absent when no handler validates. */
+  validating?: KubeObject;
+  /** Absent when no handler defaults. */
+  mutating?: KubeObject;
+  /** One per kind with a conversion handler: the CRD name and the `spec.conversion` to set on it. */
+  conversions: { crdName: string; conversion: CrdConversion }[];
+}
+
+export interface WebhookConfigurationOptions {
+  /** Name of both configuration objects (usually the operator's name). */
+  name: string;
+  target: WebhookTarget;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+}
+
+/** The clientConfig for one path of a target. */
+export function clientConfigFor(target: WebhookTarget, path: string): WebhookClientConfig {
+  const out: WebhookClientConfig = {};
+  if ("url" in target) {
+    const base = target.url.replace(/\/+$/, "");
+    if (!base.startsWith("https://"))
+      throw new WebhookDefinitionError(
+        `webhook URL ${target.url} must start with https:// (the API server calls webhooks over TLS only)`,
+      );
+    out.url = `${base}${path}`;
+  } else {
+    out.service = {
+      name: target.service.name,
+      namespace: target.service.namespace,
+      path,
+      port: target.service.port ?? 443,
+    };
+  }
+  if (target.caBundle) out.caBundle = Buffer.from(target.caBundle).toString("base64");
+  return out;
+}
+
+function entry(h: AdmissionWebhook, target: WebhookTarget): Record<string, unknown> {
+  const k = h.kind;
+  const e: Record<string, unknown> = {
+    name: h.name,
+    admissionReviewVersions: ["v1"],
+    clientConfig: clientConfigFor(target, h.path),
+    rules: [
+      {
+        apiGroups: [k.group],
+        apiVersions: [k.version],
+        resources: [k.plural],
+        operations: [...h.operations],
+        scope: k.scope ?? "*",
+      },
+    ],
+    // Requests for other versions of the kind are converted to this version and sent too, so a
+    // validation cannot be bypassed by writing through an older API version.
+    matchPolicy: "Equivalent",
+    failurePolicy: h.failurePolicy,
+    sideEffects: h.sideEffects,
+    timeoutSeconds: h.timeoutSeconds,
+  };
+  if (h.namespaceSelector) e.namespaceSelector = structuredClone(h.namespaceSelector);
+  if (h.objectSelector) e.objectSelector = structuredClone(h.objectSelector);
+  if (h.type === "mutating") e.reinvocationPolicy = "Never";
+  return e;
+}
+
+/** The configurations for `handlers`, pointing at `target`. Throws on duplicate names or paths. */
+export function webhookConfigurations(
+  handlers: readonly WebhookHandler[],
+  options: WebhookConfigurationOptions,
+): WebhookConfigurations {
+  const names = new Set<string>();
+  const paths = new Set<string>();
+  const validating: Record<string, unknown>[] = [];
+  const mutating: Record<string, unknown>[] = [];
+  const conversions: WebhookConfigurations["conversions"] = [];
+  for (const h of handlers) {
+    if (paths.has(h.path))
+      throw new WebhookDefinitionError(`two webhooks use path ${h.path}; give one a different path`);
+    paths.add(h.path);
+    if (h.type === "conversion") {
+      if (conversions.some((c) => c.crdName === h.crdName))
+        throw new WebhookDefinitionError(`two conversion webhooks for ${h.crdName}; a kind has one`);
+      conversions.push({
+        crdName: h.crdName,
+        conversion: {
+          strategy: "Webhook",
+          webhook: {
+            clientConfig: clientConfigFor(options.target, h.path),
+            conversionReviewVersions: ["v1"],
+          },
+        },
+      });
+      continue;
+    }
+    if (names.has(h.name))
+      throw new WebhookDefinitionError(`two webhooks are named ${h.name}; pass a distinct name option`);
+    names.add(h.name);
+    (h.type === "validating" ? validating : mutating).push(entry(h, options.target));
+  }
+  const byName = (a: Record<string, unknown>, b: Record<string, unknown>): number =>
+    String(a.name) < String(b.name) ? -1 : String(a.name) > String(b.name) ? 1 : 0;
+  const metadata = (): KubeObject["metadata"] => {
+    const m: KubeObject["metadata"] = { name: options.name };
+    if (options.labels) m.labels = { ...options.labels };
+    if (options.annotations) m.annotations = { ...options.annotations };
+    return m;
+  };
+  const out: WebhookConfigurations = {
+    conversions: conversions.sort((a, b) => (a.crdName < b.crdName ? -1 : a.crdName > b.crdName ? 1 : 0)),
+  };
+  if (validating.length)
+    out.validating = {
+      apiVersion: "admissionregistration.k8s.io/v1",
+      kind: "ValidatingWebhookConfiguration",
+      metadata: metadata(),
+      webhooks: validating.sort(byName),
+    } as KubeObject;
+  if (mutating.length)
+    out.mutating = {
+      apiVersion: "admissionregistration.k8s.io/v1",
+      kind: "MutatingWebhookConfiguration",
+      metadata: metadata(),
+      webhooks: mutating.sort(byName),
+    } as KubeObject;
+  return out;
+}

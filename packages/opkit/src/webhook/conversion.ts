@@ -1,0 +1,193 @@
+/**
+ * CRD conversion, hub and spoke (as controller-runtime does it): one version is the hub; every other
+ * version (a spoke) converts to and from the hub. Any version reaches any other through the hub, so n
+ * versions need 2(n-1) functions instead of n(n-1).
+ *
+ * Round-trip safety is the author's part: `fromHub(toHub(x))` must equal `x` for every spoke object
+ * (keep fields a version cannot express in an annotation). `roundTrip` checks it in tests.
+ *
+ * opkit keeps what the API server requires of a conversion: apiVersion set to the desired version,
+ * kind unchanged, metadata unchanged except labels and annotations, objects in the order received.
+ */
+import type { KindRef, KubeObject, ObjectMeta } from "../client/types.ts";
+import { WebhookDefinitionError } from "./admission.ts";
+import type { ConversionRequest, ConversionResponse } from "./review.ts";
+
+/** What conversion needs to know of a version of the kind; `defineKind` results have all of it. */
+export interface ConversionKind<T extends KubeObject = KubeObject> extends KindRef<T> {
+  readonly group: string;
+  readonly version: string;
+  readonly plural: string;
+}
+
+/**
+ * What a conversion function returns: the object's body (spec, status, …) in the target version.
+ * apiVersion and kind are set by opkit; of `metadata` only labels and annotations are taken (the API
+ * server refuses conversions that change anything else).
+ */
+export type Converted<T extends KubeObject> = Omit<T, "apiVersion" | "kind" | "metadata"> & {
+  metadata?: Pick<ObjectMeta, "labels" | "annotations">;
+};
+
+/** One non-hub version and its two conversions. */
+export interface SpokeDefinition<H extends KubeObject, S extends KubeObject> {
+  kind: ConversionKind<S>;
+  toHub(obj: S): Converted<H>;
+  fromHub(hub: H): Converted<S>;
+}
+
+export interface ConversionDefinition<H extends KubeObject, S extends readonly KubeObject[]> {
+  /** The hub version (usually the storage version). */
+  hub: ConversionKind<H>;
+  spokes: { [I in keyof S]: SpokeDefinition<H, S[I]> };
+  /** URL path (default `/convert-<group>-<kind>`). */
+  path?: string;
+}
+
+/** The conversion webhook of one kind. */
+export interface ConversionWebhook {
+  readonly type: "conversion";
+  readonly path: string;
+  /** `<plural>.<group>`: the CRD whose `spec.conversion` points at this webhook. */
+  readonly crdName: string;
+  readonly group: string;
+  readonly kind: string;
+  readonly hub: ConversionKind;
+  readonly spokes: readonly ConversionKind[];
+  /** Convert one object to `apiVersion` (throws ConversionError). */
+  convert(obj: KubeObject, apiVersion: string): KubeObject;
+  /** Answer a ConversionReview request; never throws (failures become `result.status: Failure`). */
+  review(request: ConversionRequest): ConversionResponse;
+}
+
+/** A conversion that cannot be done; the message names the object and the versions. */
+export class ConversionError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "ConversionError";
+  }
+}
+
+type AnySpoke = SpokeDefinition<KubeObject, KubeObject>;
+
+function describe(obj: KubeObject): string {
+  const m = obj.metadata ?? {};
+  return `${obj.kind ?? "object"} ${m.namespace ? `${m.namespace}/` : ""}${m.name ?? "(unnamed)"}`;
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+function assemble(source: KubeObject, body: unknown, apiVersion: string, fn: string): KubeObject {
+  if (!isRecord(body))
+    throw new ConversionError(
+      `${fn} returned ${body === null ? "null" : typeof body} for ${describe(source)}: return the object's body`,
+    );
+  const { apiVersion: _a, kind: _k, metadata, ...rest } = body;
+  const meta: ObjectMeta = structuredClone(source.metadata ?? {});
+  if (isRecord(metadata)) {
+    if (metadata.labels !== undefined) meta.labels = metadata.labels as Record<string, string>;
+    if (metadata.annotations !== undefined) meta.annotations = metadata.annotations as Record<string, string>;
+    if (meta.labels && Object.keys(meta.labels).length === 0) delete meta.labels;
+    if (meta.annotations && Object.keys(meta.annotations).length === 0) delete meta.annotations;
+  }
+  const out: KubeObject = { apiVersion, kind: source.kind, metadata: meta, ...structuredClone(rest) };
+  return out;
+}
+
+/**
+ * The conversion webhook for a kind with several versions: `hub` plus one `{ kind, toHub, fromHub }`
+ * per other version. Each function gets the whole object of its version and returns the body of the
+ * other (`{ spec, status }`, and labels/annotations under `metadata` when it keeps data there).
+ */
+export function conversion<H extends KubeObject, S extends readonly KubeObject[]>(
+  def: ConversionDefinition<H, S>,
+): ConversionWebhook {
+  const hub = def.hub as ConversionKind;
+  const spokes = def.spokes as unknown as readonly AnySpoke[];
+  if (!hub?.apiVersion || !hub.plural || !hub.group)
+    throw new WebhookDefinitionError("conversion: hub must be a kind definition (defineKind(...))");
+  if (!Array.isArray(def.spokes) || spokes.length === 0)
+    throw new WebhookDefinitionError(
+      `conversion(${hub.kind}): give at least one spoke: { kind, toHub, fromHub }`,
+    );
+  const byVersion = new Map<string, AnySpoke>();
+  for (const s of spokes) {
+    if (!s?.kind?.apiVersion || typeof s.toHub !== "function" || typeof s.fromHub !== "function")
+      throw new WebhookDefinitionError(`conversion(${hub.kind}): every spoke needs kind, toHub and fromHub`);
+    if (s.kind.kind !== hub.kind || s.kind.group !== hub.group || s.kind.plural !== hub.plural)
+      throw new WebhookDefinitionError(
+        `conversion(${hub.kind}): spoke ${s.kind.apiVersion} ${s.kind.kind} is not a version of ${hub.group} ${hub.kind}`,
+      );
+    if (s.kind.apiVersion === hub.apiVersion || byVersion.has(s.kind.apiVersion))
+      throw new WebhookDefinitionError(`conversion(${hub.kind}): version ${s.kind.version} is given twice`);
+    byVersion.set(s.kind.apiVersion, s);
+  }
+  const path = def.path ?? `/convert-${hub.group.replace(/\./g, "-")}-${hub.kind.toLowerCase()}`;
+  if (!/^\/[A-Za-z0-9._~/-]*$/.test(path))
+    throw new WebhookDefinitionError(
+      `conversion(${hub.kind}): path "${path}" must start with "/" and be URL-safe`,
+    );
+  const known = [hub.apiVersion, ...byVersion.keys()];
+
+  function convert(obj: KubeObject, apiVersion: string): KubeObject {
+    const from = obj.apiVersion ?? "";
+    if (from === apiVersion) return obj;
+    for (const v of [from, apiVersion])
+      if (!known.includes(v))
+        throw new ConversionError(
+          `cannot convert ${describe(obj)} from ${from} to ${apiVersion}: ${v} is not one of this webhook's versions (${known.join(", ")})`,
+        );
+    if (obj.kind !== hub.kind)
+      throw new ConversionError(`cannot convert ${describe(obj)}: this webhook converts ${hub.kind} only`);
+    const call = (fn: "toHub" | "fromHub", spoke: AnySpoke, input: KubeObject, to: string): KubeObject => {
+      let body: unknown;
+      try {
+        body = spoke[fn](input);
+      } catch (err) {
+        throw new ConversionError(
+          `${fn} of ${spoke.kind.version} failed for ${describe(input)}: ${err instanceof Error ? err.message : String(err)}`,
+          { cause: err },
+        );
+      }
+      return assemble(input, body, to, `${fn} of ${spoke.kind.version}`);
+    };
+    const source = byVersion.get(from);
+    const hubObj = source ? call("toHub", source, obj, hub.apiVersion) : obj;
+    const target = byVersion.get(apiVersion);
+    return target ? call("fromHub", target, hubObj, apiVersion) : hubObj;
+  }
+
+  return Object.freeze({
+    type: "conversion" as const,
+    path,
+    crdName: `${hub.plural}.${hub.group}`,
+    group: hub.group,
+    kind: hub.kind,
+    hub,
+    spokes: spokes.map((s) => s.kind),
+    convert,
+    review(req: ConversionRequest): ConversionResponse {
+      try {
+        const convertedObjects = req.objects.map((o) => convert(o, req.desiredAPIVersion));
+        return { uid: req.uid, convertedObjects, result: { status: "Success" } };
+      } catch (err) {
+        return {
+          uid: req.uid,
+          convertedObjects: [],
+          result: { status: "Failure", message: err instanceof Error ? err.message : String(err) },
+        };
+      }
+    },
+  });
+}
+
+/**
+ * Convert `obj` to `via` and back to its own version: what a round-trip test compares with the
+ * original (they must be deep-equal for conversion to be safe).
+ */
+export function roundTrip(webhook: ConversionWebhook, obj: KubeObject, via: string): KubeObject {
+  const from = obj.apiVersion ?? "";
+  return webhook.convert(webhook.convert(obj, via), from);
+}
