@@ -8,7 +8,7 @@ import { kindRef, type KubeObject } from "../client/types.ts";
 import { builtinResolver, rbacFor } from "./rbac.ts";
 import { manifestsFor, writeKustomize, ManifestError } from "./manifests.ts";
 import { writeHelmChart } from "./helm.ts";
-import { dockerfile, dockerignore } from "./dockerfile.ts";
+import { DockerfileError, dockerfile, dockerignore } from "./dockerfile.ts";
 
 async function sample(replicas = 1, webhook?: { port: number }): Promise<KubeObject[]> {
   const rbac = await rbacFor({
@@ -270,4 +270,23 @@ test("Dockerfile: two node:24-slim stages, production deps only at run time, non
   assert.ok(runtime.trimEnd().endsWith('ENTRYPOINT ["node", "dist/main.js"]'));
   assert.match(dockerignore(), /^node_modules$/m);
   assert.match(dockerignore(), /^\.git$/m);
+  assert.match(dockerignore(), /^chart\/$/m);
+  assert.doesNotMatch(dockerignore(), /vendor/, "vendored tarballs are part of the build context");
+});
+
+test("Dockerfile: vendored tarballs are copied before npm ci in both stages; bad paths are refused", () => {
+  const text = dockerfile({ installFiles: ["vendor"], copy: ["src"], entrypoint: "src/main.ts" });
+  const stages = text.split(/^FROM /m).slice(1);
+  assert.equal(stages.length, 2);
+  for (const stage of stages) {
+    assert.match(stage, /COPY package\.json package-lock\.json \.\/\nCOPY vendor \.\/vendor\nRUN npm ci/);
+  }
+  assert.match(stages[1]!, /COPY --from=build \/app\/src \.\/src\n/);
+  for (const bad of ["../outside", "/abs", "a b", 'x"y', "vendor/../../etc"]) {
+    assert.throws(() => dockerfile({ installFiles: [bad] }), DockerfileError, bad);
+  }
+  assert.throws(
+    () => dockerfile({ copy: ["dist\nRUN rm -rf /"] }),
+    /must be a relative path inside the project/,
+  );
 });
