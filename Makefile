@@ -20,7 +20,7 @@ endif
 NODE_TEST := node --conditions=opkit-source --test --test-reporter=spec
 OPKIT     := node packages/cli/dist/main.js
 
-.PHONY: help node deps build typecheck lint format test test-unit test-int env-build demo clean
+.PHONY: help node deps build typecheck lint format test test-unit test-int env-build demo pack clean
 
 help:
 	@echo "make demo   start a local control plane (etcd, kube-apiserver, controller-manager, scheduler, kwok nodes) and show a Deployment converge"
@@ -74,5 +74,9 @@ test: build lint env-build
 demo: env-build
 	node --conditions=opkit-source scripts/demo.ts
 
+# The publishable tarballs of opkit and @opkit/cli (the ones `opkit init` vendors) into dist/packages/.
+pack: build
+	$(OPKIT) pack --out dist/packages
+
 clean:
-	rm -rf node_modules packages/*/dist packages/*/*.tsbuildinfo
+	rm -rf node_modules dist packages/*/dist packages/*/*.tsbuildinfo

@@ -104,6 +104,10 @@ A Kubernetes operator written with [opkit](https://github.com/opkit).
 - \`npx opkit generate\` — CRDs, RBAC, manifests, Helm chart into \`config/\`
 - \`npm test\` — tests against a real local control plane (\`opkit env\`)
 - \`npx opkit run --install-crds\` — run against the current kubeconfig
+- \`npx opkit generate crd src/api/<version>/<kind>.ts\` — print one kind's CRD
+
+When \`vendor/\` exists it holds the opkit packages this project installs (\`file:vendor/….tgz\` in
+package.json): opkit is not in the npm registry yet. Commit it; \`npm ci\` and the Dockerfile use it.
 `;
 }
 
