@@ -11,14 +11,22 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { chmod, cp, mkdir, mkdtemp, readdir, rm } from "node:fs/promises";
+import { chmod, cp, lstat, mkdir, mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { isAlias, isNode, parse, parseAllDocuments, visit } from "yaml";
 import { kindRef, type KubeObject } from "opkit";
 import { NONROOT_UID } from "opkit/generate";
-import { binDir, ensureHelm, eventually, helmLint, useTestEnv, type TestEnv } from "opkit/testenv";
+import {
+  TEST_ENV_VARIABLE,
+  binDir,
+  ensureHelm,
+  eventually,
+  helmLint,
+  useTestEnv,
+  type TestEnv,
+} from "opkit/testenv";
 import { nonRootUser, replayDockerfile, startImage } from "./testing/dockerfile-replay.ts";
 
 const main = fileURLToPath(new URL("./main.ts", import.meta.url));
@@ -183,6 +191,11 @@ describe("a new operator project, as a new user makes it", () => {
     // As a clone would have it: everything but node_modules.
     await cp(project, elsewhere, { recursive: true, filter: (src) => basename(src) !== "node_modules" });
     sh("npm", ["ci", "--no-audit", "--no-fund"], elsewhere);
+    // opkit is the packed tarball's copy (built JavaScript), not a link to this checkout.
+    const installed = join(elsewhere, "node_modules", "opkit");
+    assert.equal((await lstat(installed)).isSymbolicLink(), false);
+    assert.ok(existsSync(join(installed, "dist", "testenv", "index.js")));
+    assert.equal(existsSync(join(installed, "dist", "api", "kind.test.js")), false, "no tests shipped");
     sh("npm", ["run", "typecheck"], elsewhere);
     const test = spawnSync("npm", ["test"], {
       cwd: elsewhere,
@@ -191,6 +204,12 @@ describe("a new operator project, as a new user makes it", () => {
     });
     assert.equal(test.status, 0, test.stdout + test.stderr);
     assert.match(test.stdout, /pass 1/);
+    // As a new user runs it, with no env up: the tarball's opkit/testenv finds the control-plane
+    // binaries in the cache, starts a private control plane (kwok stages and all) and stops it.
+    const { [TEST_ENV_VARIABLE]: _shared, ...noEnv } = outer;
+    const alone = spawnSync("npm", ["test"], { cwd: elsewhere, encoding: "utf8", env: noEnv });
+    assert.equal(alone.status, 0, alone.stdout + alone.stderr);
+    assert.match(alone.stdout, /pass 1/);
   });
 
   it("the Dockerfile builds from the project directory alone; the image runs the operator as non-root", async (t) => {
