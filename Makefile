@@ -20,7 +20,7 @@ endif
 NODE_TEST := node --conditions=opkit-source --test --test-reporter=spec
 OPKIT     := node packages/cli/dist/main.js
 
-.PHONY: help node deps build typecheck lint format api-report api-report-update test test-unit test-int env-build demo schemas clean
+.PHONY: help node deps build typecheck lint format api-report api-report-update test test-unit test-int env-build demo schemas pack clean
 
 help:
 	@echo "make demo   start a local control plane (etcd, kube-apiserver, controller-manager, scheduler, kwok nodes) and show a Deployment converge"
@@ -93,5 +93,9 @@ demo: env-build
 schemas: env-build
 	node --conditions=opkit-source scripts/gen-schemas.ts
 
+# The publishable tarballs of opkit and @opkit/cli (the ones `opkit init` vendors) into dist/packages/.
+pack: build
+	$(OPKIT) pack --out dist/packages
+
 clean:
-	rm -rf node_modules packages/*/dist packages/*/*.tsbuildinfo
+	rm -rf node_modules dist packages/*/dist packages/*/*.tsbuildinfo

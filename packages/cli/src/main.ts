@@ -3,15 +3,21 @@
  * The `opkit` command. Each subcommand parses its flags and calls the library; no logic lives here.
  */
 import { Command } from "commander";
+import { readFileSync } from "node:fs";
 import { envCommand } from "./commands/env.ts";
 import { generateCommands } from "./commands/generate.ts";
 import { operatorCommands } from "./commands/operator.ts";
 import { projectCommands } from "./commands/project.ts";
 
+// src/main.ts or dist/main.js: package.json is one level up either way.
+const { version } = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as {
+  version: string;
+};
+
 const program = new Command("opkit")
   .description("opkit — write, test, ship and run Kubernetes operators in TypeScript")
   // `--version` belongs to `create api` (the API version, as in kubebuilder); the CLI's own is -V.
-  .version("0.1.0", "-V, --cli-version")
+  .version(version, "-V, --cli-version")
   .enablePositionalOptions()
   .showHelpAfterError();
 

@@ -1,20 +1,38 @@
 /**
- * A new user's path, end to end against opkit env: opkit init → create api → generate (twice: the second
- * run changes nothing) → the project's own `npm test` passes → `opkit run --install-crds` reconciles the
- * sample → `opkit deploy --dry-run` validates every manifest on the server. Plus the errors for bad input.
+ * A new user's path, end to end against opkit env: opkit init (opkit vendored as packed tarballs) →
+ * create api → generate (twice: the second run changes nothing; plain YAML that `kubectl kustomize` and
+ * `helm lint` accept) → `opkit generate crd` with the project's own CLI → the project, copied elsewhere,
+ * installs with `npm ci` and passes its own `npm test` → its Dockerfile, replayed without a container
+ * engine, builds from the project directory alone and the image runs the operator as non-root →
+ * `opkit run --install-crds` reconciles the sample → `opkit deploy --dry-run` validates every manifest
+ * on the server. Plus the dev loop and the errors for bad input.
  */
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { chmod, cp, lstat, mkdir, mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { parse } from "yaml";
+import { isAlias, isNode, parse, parseAllDocuments, visit } from "yaml";
 import { kindRef, type KubeObject } from "opkit";
-import { eventually, useTestEnv, type TestEnv } from "opkit/testenv";
+import { NONROOT_UID } from "opkit/generate";
+import {
+  TEST_ENV_VARIABLE,
+  binDir,
+  ensureHelm,
+  eventually,
+  helmLint,
+  useTestEnv,
+  type TestEnv,
+} from "opkit/testenv";
+import { nonRootUser, replayDockerfile, startImage } from "./testing/dockerfile-replay.ts";
 
 const main = fileURLToPath(new URL("./main.ts", import.meta.url));
+const cliVersion = (
+  JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }
+).version;
 
 function opkit(
   args: string[],
@@ -30,25 +48,72 @@ function opkit(
   return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
 }
 
+// Without NODE_TEST_CONTEXT: inherited from this runner, it would make a project's own test runner
+// report to us in the runner's internal format instead of printing its results.
+const { NODE_TEST_CONTEXT: _, ...outer } = process.env;
+
+function sh(cmd: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = outer): string {
+  const r = spawnSync(cmd, args, { cwd, env, encoding: "utf8", timeout: 600_000 });
+  assert.equal(r.status, 0, `${cmd} ${args.join(" ")} in ${cwd} exited ${r.status}:\n${r.stdout}${r.stderr}`);
+  return r.stdout;
+}
+
+/** Anchors and aliases in a YAML stream, as the yaml parser sees them. */
+function anchorsAndAliases(text: string): string[] {
+  const found: string[] = [];
+  for (const doc of parseAllDocuments(text)) {
+    visit(doc, (_key, node) => {
+      if (isAlias(node)) found.push(`*${node.source}`);
+      else if (isNode(node) && node.anchor) found.push(`&${node.anchor}`);
+    });
+  }
+  return found;
+}
+
+type MemcachedObject = KubeObject & { status?: { conditions?: { type: string; status: string }[] } };
+const Memcacheds = kindRef<MemcachedObject>("cache.example.com/v1alpha1", "Memcached");
+
+function collect(child: ChildProcess): { text: () => string; exited: Promise<number | null> } {
+  let out = "";
+  child.stdout?.on("data", (d: Buffer) => (out += d.toString()));
+  child.stderr?.on("data", (d: Buffer) => (out += d.toString()));
+  return { text: () => out, exited: new Promise((r) => child.on("exit", (c) => r(c))) };
+}
+
 describe("a new operator project, as a new user makes it", () => {
   let env: TestEnv;
   let work: string;
   let project: string;
+  let elsewhere: string;
+  const scratch: string[] = [];
   before(async () => {
     env = await useTestEnv();
     work = mkdtempSync(join(tmpdir(), "opkit-newuser-"));
     project = join(work, "memcached-operator");
+    scratch.push(work);
   });
   after(async () => {
     await env?.client
       .delete(kindRef("apiextensions.k8s.io/v1", "CustomResourceDefinition"), "memcacheds.cache.example.com")
       .catch(() => undefined);
     await env?.cleanup();
+    await Promise.all(scratch.map((d) => rm(d, { recursive: true, force: true })));
   });
 
-  it("init, create api, generate (idempotent), npm test, run, deploy --dry-run", async (t) => {
+  it("init vendors the packed opkit; create api; generate is idempotent and writes plain YAML", () => {
     const init = opkit(["init", "memcached-operator", "--domain", "example.com"], work);
     assert.equal(init.code, 0, init.stderr);
+    // opkit is not in the registry: the packed packages are vendored (and init says so).
+    assert.match(init.stderr, /vendored opkit-[\d.]+\.tgz and opkit-cli-[\d.]+\.tgz into vendor\//);
+    const pkg = JSON.parse(readFileSync(join(project, "package.json"), "utf8")) as {
+      dependencies: Record<string, string>;
+      devDependencies: Record<string, string>;
+    };
+    assert.equal(pkg.dependencies.opkit, `file:vendor/opkit-${cliVersion}.tgz`);
+    assert.equal(pkg.devDependencies["@opkit/cli"], `file:vendor/opkit-cli-${cliVersion}.tgz`);
+    assert.ok(existsSync(join(project, "vendor", `opkit-${cliVersion}.tgz`)));
+    assert.doesNotMatch(readFileSync(join(project, "package-lock.json"), "utf8"), /"resolved": "file:\//);
+
     const api = opkit(
       ["create", "api", "--group", "cache", "--version", "v1alpha1", "--kind", "Memcached"],
       project,
@@ -72,21 +137,166 @@ describe("a new operator project, as a new user makes it", () => {
       };
     };
     assert.equal(crd.spec.versions[0]?.schema.openAPIV3Schema.properties.spec.properties.size.minimum, 1);
+    const yamlFiles = gen.stdout
+      .split("\n")
+      .map((l) => l.replace(/^wrote /, ""))
+      .filter((f) => f.endsWith(".yaml"));
+    assert.ok(yamlFiles.length >= 10, yamlFiles.join(", "));
+    for (const f of yamlFiles)
+      assert.deepEqual(anchorsAndAliases(readFileSync(join(project, f), "utf8")), [], f);
+  });
 
-    // The project's own tests, against the same control plane.
-    const typecheck = spawnSync("npm", ["run", "typecheck"], { cwd: project, encoding: "utf8" });
-    assert.equal(typecheck.status, 0, typecheck.stdout + typecheck.stderr);
-    // Without NODE_TEST_CONTEXT: inherited from this runner, it would make the project's own runner
-    // report to us in the runner's internal format instead of printing its results.
-    const { NODE_TEST_CONTEXT: _, ...outer } = process.env;
-    const test = spawnSync("npm", ["test"], {
+  it("kubectl kustomize config and helm lint chart run clean", async (t) => {
+    const kustomize = spawnSync(join(binDir(), "kubectl"), ["kustomize", "config"], {
       cwd: project,
+      encoding: "utf8",
+    });
+    assert.equal(kustomize.status, 0, kustomize.stderr);
+    assert.equal(kustomize.stderr, "", "no warnings");
+    const kinds = parseAllDocuments(kustomize.stdout).map((d) => (d.toJS() as KubeObject).kind);
+    for (const k of [
+      "Namespace",
+      "CustomResourceDefinition",
+      "ServiceAccount",
+      "ClusterRole",
+      "Deployment",
+      "Service",
+    ])
+      assert.ok(kinds.includes(k), `${k} in kubectl kustomize's output (${kinds.join(", ")})`);
+
+    const helm = await ensureHelm({ onProgress: (l) => t.diagnostic(l) });
+    const report = await helmLint(helm, join(project, "chart"));
+    assert.match(report, /1 chart\(s\) linted, 0 chart\(s\) failed/);
+    assert.doesNotMatch(report, /\[(WARNING|ERROR)\]/);
+  });
+
+  it("opkit generate crd prints the kind's CRD with the project's own (vendored) CLI", () => {
+    const out = sh(
+      "npx",
+      ["--no-install", "opkit", "generate", "crd", "src/api/v1alpha1/memcached.ts"],
+      project,
+    );
+    const generated = readFileSync(join(project, "config/crds/memcacheds.cache.example.com.yaml"), "utf8");
+    assert.deepEqual(
+      parseAllDocuments(out).map((d) => d.toJS() as unknown),
+      [parse(generated) as unknown],
+    );
+    const cliOfProject = sh("npx", ["--no-install", "opkit", "--cli-version"], project).trim();
+    assert.equal(cliOfProject, cliVersion);
+  });
+
+  it("copied elsewhere, the project installs with npm ci and passes its own tests", async () => {
+    elsewhere = join(await mkdtemp(join(tmpdir(), "opkit-elsewhere-")), "memcached-operator");
+    scratch.push(join(elsewhere, ".."));
+    // As a clone would have it: everything but node_modules.
+    await cp(project, elsewhere, { recursive: true, filter: (src) => basename(src) !== "node_modules" });
+    sh("npm", ["ci", "--no-audit", "--no-fund"], elsewhere);
+    // opkit is the packed tarball's copy (built JavaScript), not a link to this checkout.
+    const installed = join(elsewhere, "node_modules", "opkit");
+    assert.equal((await lstat(installed)).isSymbolicLink(), false);
+    assert.ok(existsSync(join(installed, "dist", "testenv", "index.js")));
+    assert.equal(existsSync(join(installed, "dist", "api", "kind.test.js")), false, "no tests shipped");
+    sh("npm", ["run", "typecheck"], elsewhere);
+    const test = spawnSync("npm", ["test"], {
+      cwd: elsewhere,
       encoding: "utf8",
       env: { ...outer, OPKIT_TEST_ENV: env.name },
     });
     assert.equal(test.status, 0, test.stdout + test.stderr);
     assert.match(test.stdout, /pass 1/);
+    // As a new user runs it, with no env up: the tarball's opkit/testenv finds the control-plane
+    // binaries in the cache, starts a private control plane (kwok stages and all) and stops it.
+    const { [TEST_ENV_VARIABLE]: _shared, ...noEnv } = outer;
+    const alone = spawnSync("npm", ["test"], { cwd: elsewhere, encoding: "utf8", env: noEnv });
+    assert.equal(alone.status, 0, alone.stdout + alone.stderr);
+    assert.match(alone.stdout, /pass 1/);
+  });
 
+  it("the Dockerfile builds from the project directory alone; the image runs the operator as non-root", async (t) => {
+    const scratchDir = await mkdtemp(join(tmpdir(), "opkit-image-"));
+    scratch.push(scratchDir);
+    await chmod(scratchDir, 0o755); // the image's user must reach its files, as in an image
+    const home = join(scratchDir, "home");
+    const registry = sh("npm", ["config", "get", "registry"], elsewhere).trim();
+    // A fresh HOME as in a fresh image: its own npm cache (the runtime stage cleans it), no user .npmrc;
+    // the registry is the one the project uses.
+    const replay = await replayDockerfile({
+      context: elsewhere,
+      work: join(scratchDir, "build"),
+      env: {
+        // The machine's network settings (proxies, extra CAs) stay, as a build on this machine gets them;
+        // npm settings go (an inherited npm_config_cache would let `npm cache clean` wipe the real one).
+        ...Object.fromEntries(Object.entries(outer).filter(([k]) => !/^npm_/i.test(k))),
+        HOME: home,
+        npm_config_cache: join(home, ".npm"),
+        npm_config_registry: registry,
+        npm_config_update_notifier: "false",
+      },
+      onStep: (s) => t.diagnostic(s),
+    });
+    for (const s of replay.stages) assert.match(s.image, /^node:24(-|$)/, "a Node 24 base");
+    assert.deepEqual(nonRootUser(replay.final.user), { uid: NONROOT_UID, gid: NONROOT_UID });
+    assert.ok(
+      !replay.contextFiles.some((f) => f.startsWith("node_modules/")),
+      "node_modules stays out of the context",
+    );
+    const app = join(replay.final.root, "app");
+    assert.deepEqual((await readdir(app)).sort(), [
+      "node_modules",
+      "package-lock.json",
+      "package.json",
+      "src",
+      "vendor",
+    ]);
+    for (const dev of ["typescript", "@opkit/cli"])
+      assert.ok(!existsSync(join(app, "node_modules", dev)), `${dev} is a dev dependency: not in the image`);
+
+    // Run the image's command as the Deployment would: its kubeconfig mounted readable, /tmp writable.
+    const mounts = join(scratchDir, "mounts");
+    await cp(env.kubeconfigPath, join(mounts, "kubeconfig"));
+    await chmod(mounts, 0o755);
+    await chmod(join(mounts, "kubeconfig"), 0o644);
+    const tmp = join(scratchDir, "tmp");
+    await mkdir(tmp);
+    await chmod(tmp, 0o1777);
+    const crd = parse(
+      readFileSync(join(elsewhere, "config/crds/memcacheds.cache.example.com.yaml"), "utf8"),
+    ) as KubeObject;
+    await env.installCrds([crd]);
+    const ns = await env.namespace("image");
+    const child = await startImage(replay, {
+      PATH: process.env.PATH,
+      HOME: "/",
+      TMPDIR: tmp,
+      KUBECONFIG: join(mounts, "kubeconfig"),
+      POD_NAMESPACE: ns,
+      OPKIT_METRICS_PORT: "0",
+      OPKIT_HEALTH_PORT: "0",
+    });
+    t.after(() => {
+      if (child.exitCode === null) child.kill("SIGKILL");
+    });
+    const out = collect(child);
+    await eventually("the image's operator started", () => out.text().includes("caches synced"), 60_000);
+    await env.client.create({
+      apiVersion: "cache.example.com/v1alpha1",
+      kind: "Memcached",
+      metadata: { name: "from-image", namespace: ns },
+      spec: { size: 1 },
+    } as KubeObject);
+    await eventually(
+      "the image's operator made the sample Ready",
+      async () => {
+        const live = await env.client.get(Memcacheds, "from-image", { namespace: ns });
+        return live.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True");
+      },
+      60_000,
+    );
+    child.kill("SIGTERM");
+    assert.equal(await out.exited, 0, out.text());
+  });
+
+  it("opkit run --install-crds reconciles the sample; deploy --dry-run validates every manifest", async (t) => {
     // opkit run --install-crds reconciles the sample.
     const ns = await env.namespace("sample");
     const run = spawn(
@@ -98,17 +308,10 @@ describe("a new operator project, as a new user makes it", () => {
         stdio: ["ignore", "pipe", "pipe"],
       },
     );
-    const out: string[] = [];
-    run.stdout?.on("data", (d: Buffer) => out.push(d.toString()));
-    run.stderr?.on("data", (d: Buffer) => out.push(d.toString()));
-    const exited = new Promise<number | null>((r) => run.on("exit", (c) => r(c)));
+    const out = collect(run);
     t.after(() => {
       if (run.exitCode === null) run.kill("SIGKILL");
     });
-    const Memcacheds = kindRef<KubeObject & { status?: { conditions?: { type: string; status: string }[] } }>(
-      "cache.example.com/v1alpha1",
-      "Memcached",
-    );
     const sample = parse(
       readFileSync(join(project, "config/samples/cache_v1alpha1_memcached.yaml"), "utf8"),
     ) as KubeObject;
@@ -126,7 +329,7 @@ describe("a new operator project, as a new user makes it", () => {
       60_000,
     );
     run.kill("SIGTERM");
-    assert.equal(await exited, 0, out.join(""));
+    assert.equal(await out.exited, 0, out.text());
 
     const deploy = opkit(["deploy", "--dry-run", "--kubeconfig", env.kubeconfigPath], project);
     assert.equal(deploy.code, 0, deploy.stderr);

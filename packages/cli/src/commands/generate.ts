@@ -34,6 +34,7 @@ import {
   writeIfChanged,
   writeKustomize,
 } from "opkit/generate";
+import { crdCommand } from "./crd.ts";
 import { loadOperator } from "./operator.ts";
 import { UsageError } from "./project.ts";
 
@@ -138,7 +139,14 @@ export async function generateProject(dir: string, opts: GenerateOptions = {}): 
     objects,
   });
   // Projects run their TypeScript directly on Node 24; the "build" script type-checks.
-  const recipe = dockerfile({ entrypoint: "src/main.ts", buildScript: "typecheck", copy: ["src"] });
+  // A project made with vendored opkit tarballs (file:vendor/*.tgz in the lockfile) needs them for npm ci.
+  const installFiles = existsSync(join(root, "vendor")) ? ["vendor"] : [];
+  const recipe = dockerfile({
+    entrypoint: "src/main.ts",
+    buildScript: "typecheck",
+    copy: ["src"],
+    installFiles,
+  });
   await writeIfChanged(join(root, "Dockerfile"), recipe);
   await writeIfChanged(join(root, ".dockerignore"), dockerignore());
   const after = await snapshot(root);
@@ -182,6 +190,7 @@ export function generateCommands(): Command[] {
         written.length ? written.map((f) => `wrote ${f}`).join("\n") : "up to date: nothing changed",
       );
     });
+  generate.addCommand(crdCommand());
 
   const deploy = new Command("deploy")
     .description("apply the project's CRDs, RBAC and Deployment to the current cluster")

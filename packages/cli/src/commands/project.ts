@@ -4,9 +4,8 @@
 import { Command, InvalidArgumentError } from "commander";
 import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdir, readFile, readdir, writeFile } from "node:fs/promises";
+import { mkdir, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
 import { defaultPlural } from "opkit";
 import {
   SCAFFOLD_CONTROLLERS,
@@ -30,6 +29,7 @@ import {
   type KindVars,
   type WebhookVars,
 } from "../scaffold/templates.ts";
+import { packInto, wireDependencies } from "../scaffold/packages.ts";
 
 export class UsageError extends Error {
   constructor(message: string) {
@@ -72,19 +72,19 @@ export function checkKind(v: string): string {
   return v;
 }
 
-/** How a new project depends on opkit: the checkout this CLI runs from, else the published version. */
-function defaultSpecs(): { opkit: string; cli: string } {
-  const cliDir = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
-  const libDir = resolve(cliDir, "..", "opkit");
-  if (existsSync(join(libDir, "package.json")) && existsSync(join(cliDir, "package.json"))) {
-    return { opkit: `file:${libDir}`, cli: `file:${cliDir}` };
-  }
-  return { opkit: "^0.1.0", cli: "^0.1.0" };
-}
-
 export async function initProject(
   dir: string,
-  opts: { domain: string; name?: string; install?: boolean; opkit?: string },
+  opts: {
+    domain: string;
+    name?: string;
+    install?: boolean;
+    /** Depend on a checkout through file: links (`true`: the one this CLI runs from). */
+    link?: string | true;
+    /** Vendor the packed packages even when the registry has them. */
+    vendor?: boolean;
+    /** Receives what was decided about the opkit dependency (default: stderr). */
+    onNote?: (note: string) => void;
+  },
 ): Promise<string> {
   const root = resolve(dir);
   if (existsSync(root) && (await readdir(root)).filter((f) => !f.startsWith(".")).length > 0) {
@@ -97,9 +97,18 @@ export async function initProject(
       .replace(/[^a-z0-9-]/g, "-")
       .replace(/^-+|-+$/g, "");
   if (!DNS_LABEL.test(name)) throw new UsageError(`project name "${name}" must be a DNS label; pass --name`);
-  const specs = defaultSpecs();
-  const vars = { name, domain: opts.domain, opkitSpec: opts.opkit ?? specs.opkit, cliSpec: specs.cli };
+  const created = !existsSync(root);
   await mkdir(join(root, "src"), { recursive: true });
+  const deps = await wireDependencies(root, { link: opts.link, vendor: opts.vendor }).catch(
+    async (err: unknown) => {
+      // Leave no half-made project behind: a second `opkit init` would find the directory not empty.
+      if (created) await rm(root, { recursive: true, force: true });
+      throw err;
+    },
+  );
+  const onNote = opts.onNote ?? ((n: string) => process.stderr.write(`opkit init: ${n}\n`));
+  for (const n of deps.notes) onNote(n);
+  const vars = { name, domain: opts.domain, opkitSpec: deps.opkit, cliSpec: deps.cli };
   await mkdir(join(root, "test"), { recursive: true });
   const files: Record<string, string> = {
     "package.json": packageJson(vars),
@@ -317,14 +326,23 @@ export function projectCommands(): Command[] {
     .argument("[dir]", "project directory", ".")
     .requiredOption("--domain <domain>", "API domain of the project's kinds, e.g. example.com", checkDomain)
     .option("--name <name>", "operator name (default: the directory name)")
-    .option("--opkit <spec>", "npm spec of the opkit dependency (default: this checkout, or ^0.1.0)")
+    .option(
+      "--link [checkout]",
+      "depend on an opkit checkout through file: links, for opkit's own development (default: the checkout this CLI runs from)",
+    )
+    .option("--vendor", "vendor the packed opkit packages into vendor/ even when the npm registry has them")
     .option("--no-install", "do not run npm install")
-    .action(async (dir: string, o: { domain: string; name?: string; opkit?: string; install: boolean }) => {
-      const root = await initProject(dir, o);
-      console.log(
-        `created ${root}\nnext: cd ${dir} && npx opkit create api --group <group> --version v1alpha1 --kind <Kind>`,
-      );
-    });
+    .action(
+      async (
+        dir: string,
+        o: { domain: string; name?: string; link?: string | true; vendor?: boolean; install: boolean },
+      ) => {
+        const root = await initProject(dir, o);
+        console.log(
+          `created ${root}\nnext: cd ${dir} && npx opkit create api --group <group> --version v1alpha1 --kind <Kind>`,
+        );
+      },
+    );
 
   const create = new Command("create").description("add to an operator project");
   create
@@ -371,5 +389,13 @@ export function projectCommands(): Command[] {
       for (const f of files) console.log(`wrote ${f}`);
       console.log("next: npx opkit generate && npm test");
     });
-  return [init, create];
+  const pack = new Command("pack")
+    .description(
+      "pack opkit and @opkit/cli as opkit init vendors them: to vendor them into an existing project (npm install ./opkit-<version>.tgz) or to publish them",
+    )
+    .option("--out <dir>", "directory for the tarballs", ".")
+    .action(async (o: { out: string }) => {
+      for (const p of await packInto(o.out)) console.log(`${p.path} ${p.integrity}`);
+    });
+  return [init, create, pack];
 }

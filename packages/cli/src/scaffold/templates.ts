@@ -111,6 +111,10 @@ A Kubernetes operator written with [opkit](https://github.com/opkit).
 - \`npm test\` — tests against a real local control plane (\`opkit env\`)
 - \`npx opkit create webhook --kind <Kind> --validation --defaulting\` — admission webhooks (\`--conversion\` for a kind with several versions)
 - \`npx opkit run --install-crds --local-webhooks\` — run against the current kubeconfig; webhooks are registered to call this process
+- \`npx opkit generate crd src/api/<version>/<kind>.ts\` — print one kind's CRD
+
+When \`vendor/\` exists it holds the opkit packages this project installs (\`file:vendor/….tgz\` in
+package.json): opkit is not in the npm registry yet. Commit it; \`npm ci\` and the Dockerfile use it.
 `;
 }
 

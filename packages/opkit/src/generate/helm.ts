@@ -5,10 +5,16 @@
  * rendering tests use is built by `opkit/testenv`: generation never runs tools.)
  */
 import { join } from "node:path";
-import { stringify } from "yaml";
 import type { KubeObject } from "../client/types.ts";
 import type { ResourceRequirements } from "./manifests.ts";
-import { GENERATED_HEADER, groupByFile, removeStale, toYamlStream, writeIfChanged } from "./manifests.ts";
+import {
+  GENERATED_HEADER,
+  groupByFile,
+  removeStale,
+  toYaml,
+  toYamlStream,
+  writeIfChanged,
+} from "./manifests.ts";
 
 export interface HelmValues {
   image: string;
@@ -163,8 +169,8 @@ export async function writeHelmChart(dir: string, input: HelmChartInput): Promis
     appVersion: input.appVersion,
   };
   const files = new Map<string, string>();
-  files.set("Chart.yaml", GENERATED_HEADER + stringify(chart));
-  files.set("values.yaml", GENERATED_HEADER + stringify(values));
+  files.set("Chart.yaml", GENERATED_HEADER + toYaml(chart));
+  files.set("values.yaml", GENERATED_HEADER + toYaml(values));
 
   const { objects, exprs } = templatize(input.objects, values);
   for (const [file, objs] of groupByFile(objects)) {

@@ -7,12 +7,12 @@ const PORTS = { metrics: DEFAULT_METRICS_PORT, health: DEFAULT_HEALTH_PORT, webh
 import { mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { parseAllDocuments } from "yaml";
+import { isAlias, isNode, parseAllDocuments, stringify, visit } from "yaml";
 import { kindRef, type KubeObject } from "../client/types.ts";
 import { builtinResolver, rbacFor } from "./rbac.ts";
 import { manifestsFor, writeKustomize, ManifestError } from "./manifests.ts";
 import { writeHelmChart } from "./helm.ts";
-import { dockerfile, dockerignore } from "./dockerfile.ts";
+import { DockerfileError, dockerfile, dockerignore } from "./dockerfile.ts";
 
 async function sample(replicas = 1, webhook?: Record<string, never>): Promise<KubeObject[]> {
   const rbac = await rbacFor({
@@ -157,6 +157,40 @@ async function filesUnder(dir: string): Promise<Map<string, string>> {
   return out;
 }
 
+/** Anchors (`&a1`) and aliases (`*a1`) in a YAML stream, as the yaml parser sees them. */
+function anchorsAndAliases(text: string): string[] {
+  const found: string[] = [];
+  for (const doc of parseAllDocuments(text)) {
+    visit(doc, (_key, node) => {
+      if (isAlias(node)) found.push(`*${node.source}`);
+      else if (isNode(node) && node.anchor) found.push(`&${node.anchor}`);
+    });
+  }
+  return found;
+}
+
+test("generated YAML is plain: no anchors or aliases, though objects are shared", async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), "opkit-gen-"));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const objs = await sample(3, {});
+  await writeKustomize(join(dir, "config"), objs);
+  await writeHelmChart(join(dir, "chart"), {
+    name: "copy-op",
+    version: "0.1.0",
+    appVersion: "1",
+    objects: objs,
+  });
+  const files = new Map([
+    ...[...(await filesUnder(join(dir, "config")))].map(([f, c]) => [`config/${f}`, c] as const),
+    ...[...(await filesUnder(join(dir, "chart")))].map(([f, c]) => [`chart/${f}`, c] as const),
+  ]);
+  assert.ok(files.size >= 10, `expected the whole layout, got ${[...files.keys()].join(", ")}`);
+  for (const [f, content] of files) assert.deepEqual(anchorsAndAliases(content), [], f);
+  // The detector itself sees what the yaml library writes for shared objects by default.
+  const shared = { type: "RuntimeDefault" };
+  assert.deepEqual(anchorsAndAliases(stringify({ a: shared, b: shared })), ["&a1", "*a1"]);
+});
+
 test("kustomize and helm layouts are complete and re-running changes nothing", async (t) => {
   const dir = await mkdtemp(join(tmpdir(), "opkit-gen-"));
   t.after(() => rm(dir, { recursive: true, force: true }));
@@ -250,4 +284,23 @@ test("Dockerfile: two node:24-slim stages, production deps only at run time, non
   assert.ok(runtime.trimEnd().endsWith('ENTRYPOINT ["node", "dist/main.js"]'));
   assert.match(dockerignore(), /^node_modules$/m);
   assert.match(dockerignore(), /^\.git$/m);
+  assert.match(dockerignore(), /^chart\/$/m);
+  assert.doesNotMatch(dockerignore(), /vendor/, "vendored tarballs are part of the build context");
+});
+
+test("Dockerfile: vendored tarballs are copied before npm ci in both stages; bad paths are refused", () => {
+  const text = dockerfile({ installFiles: ["vendor"], copy: ["src"], entrypoint: "src/main.ts" });
+  const stages = text.split(/^FROM /m).slice(1);
+  assert.equal(stages.length, 2);
+  for (const stage of stages) {
+    assert.match(stage, /COPY package\.json package-lock\.json \.\/\nCOPY vendor \.\/vendor\nRUN npm ci/);
+  }
+  assert.match(stages[1]!, /COPY --from=build \/app\/src \.\/src\n/);
+  for (const bad of ["../outside", "/abs", "a b", 'x"y', "vendor/../../etc"]) {
+    assert.throws(() => dockerfile({ installFiles: [bad] }), DockerfileError, bad);
+  }
+  assert.throws(
+    () => dockerfile({ copy: ["dist\nRUN rm -rf /"] }),
+    /must be a relative path inside the project/,
+  );
 });

@@ -117,3 +117,14 @@ export async function helmTemplate(
     HELM_CACHE_HOME: join(tmpdir(), "opkit-helm-cache"),
   });
 }
+
+/**
+ * Run `helm lint --strict` on a chart directory (warnings fail too); returns helm's report. Throws
+ * HelmError with the report when the chart has errors or warnings.
+ */
+export async function helmLint(helm: string, chartDir: string): Promise<string> {
+  return run(helm, ["lint", "--strict", chartDir], process.cwd(), {
+    ...process.env,
+    HELM_CACHE_HOME: join(tmpdir(), "opkit-helm-cache"),
+  });
+}

@@ -29,4 +29,4 @@ export { SIMULATE_EXIT_CODE_ANNOTATION, SIMULATE_DURATION_ANNOTATION } from "./s
 export { useTestEnv, startOwnedEnv, TEST_ENV_VARIABLE, type TestEnv } from "./testing.ts";
 export { kubeConfigVia, startTcpProxy, type TcpProxy } from "./proxy.ts";
 export { eventually } from "./eventually.ts";
-export { ensureHelm, helmTemplate, helmPath, HelmError, HELM_VERSION } from "./helm.ts";
+export { ensureHelm, helmLint, helmTemplate, helmPath, HelmError, HELM_VERSION } from "./helm.ts";

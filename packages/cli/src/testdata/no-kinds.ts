@@ -1,0 +1,2 @@
+/** A module without kinds, for the `opkit generate crd` error message. */
+export const answer = 42;
