@@ -14,9 +14,10 @@ import { KubeClient } from "../client/client.ts";
 import { NotFoundError } from "../client/errors.ts";
 import { kindRef, type KubeObject } from "../client/types.ts";
 import type { Node } from "../client/builtins.ts";
-import { ControlPlane, type ComponentName, type UpOptions } from "./controlplane.ts";
+import { COMPONENTS, ControlPlane, type ComponentName, type UpOptions } from "./controlplane.ts";
 import { eventually } from "./eventually.ts";
 import type { NodeSpec } from "./nodes.ts";
+import { isRunning } from "./processes.ts";
 import { kubeConfigVia, startTcpProxy, type TcpProxy } from "./proxy.ts";
 import type { EnvOptions } from "./settings.ts";
 import type { KubeConfig } from "@kubernetes/client-node";
@@ -83,8 +84,20 @@ async function openTestEnv(opts: EnvOptions): Promise<TestEnv> {
   let owned = false;
   if (sharedName) {
     cp = new ControlPlane(sharedName);
-    if (!(await cp.isRunning()))
-      throw new Error(`the shared test env "${sharedName}" (${TEST_ENV_VARIABLE}) is not running`);
+    if (!(await cp.isRunning())) {
+      const state = await cp.state();
+      const down = state
+        ? COMPONENTS.filter((c) => {
+            const p = state.components[c];
+            return !p || !isRunning(p.pid, p.exe, p.args);
+          })
+        : [];
+      throw new Error(
+        `the shared test env "${sharedName}" (${TEST_ENV_VARIABLE}) is not running` +
+          (down.length ? ` (not running: ${down.join(", ")})` : "") +
+          `: start it again with \`opkit env down --name ${sharedName} && opkit env up --name ${sharedName}\``,
+      );
+    }
   } else {
     cp = await startOwnedEnv(`test-${process.pid}-${randomBytes(2).toString("hex")}`, {
       ...TEST_ENV_OPTIONS,
