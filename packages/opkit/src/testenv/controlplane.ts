@@ -8,17 +8,17 @@
  *
  * ControlPlane only orchestrates: the state file is state.ts, settings and their validation
  * settings.ts, certificates certs.ts, each component's flags flags.ts, starting and probing launch.ts,
- * nodes nodes.ts and storage storage.ts.
+ * nodes nodes.ts, storage storage.ts and etcd maintenance etcd.ts.
  */
 import { mkdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { request } from "undici";
 import { realClock, type Clock } from "../clock/index.ts";
 import { KubeClient } from "../client/client.ts";
 import { AlreadyExistsError, NotFoundError } from "../client/errors.ts";
 import { Nodes, Pods, ServiceAccounts, type Node } from "../client/builtins.ts";
 import { buildControlPlane, type BuildProgress } from "./build.ts";
 import { firstAddress, writeEnvCertificates } from "./certs.ts";
+import { compactEtcd } from "./etcd.ts";
 import { eventually } from "./eventually.ts";
 import { kwokConfigPath } from "./flags.ts";
 import { ComponentError, launchComponent, probeComponent } from "./launch.ts";
@@ -307,25 +307,7 @@ export class ControlPlane {
    */
   async compact(opts: { restartApiserver?: boolean } = {}): Promise<{ revision: number }> {
     const s = await this.#files.require();
-    const base = `http://127.0.0.1:${s.ports.etcd}`;
-    const post = async (path: string, body: unknown): Promise<Record<string, unknown>> => {
-      const res = await request(base + path, { method: "POST", body: JSON.stringify(body) });
-      const json = (await res.body.json()) as Record<string, unknown>;
-      if (res.statusCode !== 200) throw new Error(`etcd ${path}: ${res.statusCode} ${JSON.stringify(json)}`);
-      return json;
-    };
-    // A range over one key is the cheapest way to read the current revision from the response header.
-    const status = (await post("/v3/kv/range", { key: Buffer.from("/").toString("base64"), limit: 1 })) as {
-      header?: { revision?: string };
-    };
-    const revision = Number(status.header?.revision ?? 0);
-    try {
-      await post("/v3/kv/compaction", { revision: String(revision), physical: true });
-    } catch (err) {
-      // Nothing was written since the last compaction: already compacted to this revision.
-      if (!String(err).includes("required revision has been compacted")) throw err;
-    }
-    await post("/v3/maintenance/defragment", {});
+    const { revision } = await compactEtcd(s.ports.etcd);
     if (opts.restartApiserver ?? true) await this.restart("kube-apiserver");
     return { revision };
   }
