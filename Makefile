@@ -17,7 +17,9 @@ export PATH := $(NODE_DIR)/bin:$(PATH)
 NODE_DEP := $(NODE_DIR)/bin/node
 endif
 
-NODE_TEST := node --conditions=opkit-source --test --test-reporter=spec
+# The spec reporter on stdout; a table of per-file durations and the total on stderr at the end.
+NODE_TEST := node --conditions=opkit-source --test --test-reporter=spec --test-reporter-destination=stdout \
+             --test-reporter=./packages/opkit/src/testenv/durations-reporter.ts --test-reporter-destination=stderr
 OPKIT     := node packages/cli/dist/main.js
 
 .PHONY: help node deps build typecheck lint format api-report api-report-update test test-unit test-int env-build demo schemas pack clean

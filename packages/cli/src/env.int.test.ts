@@ -1,6 +1,7 @@
 /**
- * `opkit env` as a user runs it: up (idempotent), kubeconfig, status, kubectl, bad input, down leaving
- * no process behind, and a clear message when Go is missing.
+ * `opkit env` as a user runs it: up (idempotent, saying which requested settings a running env lacks),
+ * node size and feature-gate flags, kubeconfig, status, kubectl, restart keeping the gates, bad input,
+ * down leaving no process behind, and a clear message when Go is missing.
  */
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
@@ -20,6 +21,8 @@ function opkit(
     env,
     encoding: "utf8",
     timeout: 300_000,
+    // kube-apiserver's /metrics alone is over 1 MB, the default.
+    maxBuffer: 64 * 1024 * 1024,
   });
   return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
 }
@@ -36,25 +39,61 @@ function alive(pid: number): boolean {
 describe("opkit env (CLI)", () => {
   const name = `cli-${process.pid}`;
 
-  it("up, up again, kubeconfig, status, kubectl, bad component, down without leftovers", (t) => {
+  it("up, up again, kubeconfig, status, kubectl, feature gates across a restart, down without leftovers", (t) => {
     t.after(() => opkit(["env", "down", "--name", name]));
-    const up = opkit(["env", "up", "--name", name, "--nodes", "1"]);
+    const up = opkit([
+      "env",
+      "up",
+      "--name",
+      name,
+      "--nodes",
+      "1",
+      "--max-pods",
+      "150",
+      "--node-cpu",
+      "4",
+      "--feature-gates",
+      "ShardedListAndWatch=true",
+    ]);
     assert.equal(up.code, 0, up.stderr);
     const kubeconfig = up.stdout.trim();
     assert.match(kubeconfig, /kubeconfig$/);
 
-    const again = opkit(["env", "up", "--name", name]);
+    const again = opkit(["env", "up", "--name", name, "--nodes", "1", "--max-pods", "10"]);
     assert.equal(again.code, 0);
     assert.match(again.stderr, /already running/);
+    assert.match(again.stderr, /--max-pods: running 150, requested 10/);
+    assert.match(again.stderr, /--feature-gates: running ShardedListAndWatch=true, requested \(none\)/);
     assert.equal(opkit(["env", "kubeconfig", "--name", name]).stdout.trim(), kubeconfig);
 
     const status = opkit(["env", "status", "--name", name]);
     assert.equal(status.code, 0, status.stdout);
     const pids = [...status.stdout.matchAll(/^\S+\s+(\d+)\s+\d+\s+healthy$/gm)].map((m) => Number(m[1]));
-    assert.equal(pids.length, 5, status.stdout);
+    assert.equal(pids.length, 6, status.stdout);
+    assert.match(status.stdout, /^local-provisioner\s+\d+/m);
 
-    const nodes = opkit(["env", "kubectl", "--name", name, "--", "get", "nodes", "--no-headers"]);
-    assert.match(nodes.stdout, /opkit-node-0\s+Ready/);
+    const kubectl = (...args: string[]): string =>
+      opkit(["env", "kubectl", "--name", name, "--", ...args]).stdout;
+    assert.match(kubectl("get", "nodes", "--no-headers"), /opkit-node-0\s+Ready/);
+    assert.equal(
+      kubectl(
+        "get",
+        "node",
+        "opkit-node-0",
+        "-o",
+        "jsonpath={.status.allocatable.pods}/{.status.allocatable.cpu}",
+      ),
+      "150/4",
+    );
+    assert.match(
+      kubectl("get", "storageclass", "--no-headers"),
+      /^standard \(default\)\s+opkit\.dev\/local-volume/,
+    );
+    const gate = /kubernetes_feature_enabled\{name="ShardedListAndWatch",stage="ALPHA"\} 1/;
+    assert.match(kubectl("get", "--raw", "/metrics"), gate);
+    const restart = opkit(["env", "restart", "kube-apiserver", "--name", name]);
+    assert.equal(restart.code, 0, restart.stderr);
+    assert.match(kubectl("get", "--raw", "/metrics"), gate, "the restarted apiserver keeps the gate");
 
     const bad = opkit(["env", "restart", "kube-apiservr", "--name", name]);
     assert.notEqual(bad.code, 0);
@@ -75,9 +114,15 @@ describe("opkit env (CLI)", () => {
     assert.match(r.stderr, /`go` is not on PATH/);
   });
 
-  it("rejects a bad --nodes value naming the flag", () => {
-    const r = opkit(["env", "up", "--name", name, "--nodes", "many"]);
-    assert.notEqual(r.code, 0);
-    assert.match(r.stderr, /--nodes/);
+  it("rejects bad --nodes, --node-memory and --feature-gates values naming the flag", () => {
+    for (const [flag, value] of [
+      ["--nodes", "many"],
+      ["--node-memory", "lots"],
+      ["--feature-gates", "ShardedListAndWatch"],
+    ] as const) {
+      const r = opkit(["env", "up", "--name", `${name}-bad`, flag, value]);
+      assert.notEqual(r.code, 0, `${flag} ${value}`);
+      assert.match(r.stderr, new RegExp(flag), `${flag} ${value}: ${r.stderr}`);
+    }
   });
 });

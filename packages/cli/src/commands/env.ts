@@ -7,6 +7,11 @@ import { join } from "node:path";
 import {
   COMPONENTS,
   ControlPlane,
+  DEFAULT_MAX_PODS,
+  DEFAULT_NODE_CPU,
+  DEFAULT_NODE_MEMORY,
+  DEFAULT_NODES,
+  DEFAULT_STORAGE_CLASS,
   KUBERNETES_VERSION,
   ETCD_VERSION,
   KWOK_VERSION,
@@ -78,18 +83,51 @@ export function envCommand(): Command {
       "start the control plane in the background (builds first if needed) and print the kubeconfig path",
     )
     .option(...nameOpt)
-    .option("--nodes <n>", "number of simulated Ready nodes", positiveInt, 3)
-    .action(async (o: { name: string; nodes: number }) => {
-      const cp = new ControlPlane(o.name);
-      const r = await cp.up({
-        nodes: o.nodes,
-        onBuildProgress: buildReporter(),
-        onProgress: (m) => process.stderr.write(`${m}\n`),
-      });
-      if (r.alreadyRunning) process.stderr.write(`env "${o.name}" is already running\n`);
-      else process.stderr.write(`env "${o.name}" is up in ${secs(r.elapsedMs)}\n`);
-      console.log(r.kubeconfig);
-    });
+    .option("--nodes <n>", "number of simulated Ready nodes", positiveInt, DEFAULT_NODES)
+    .option("--max-pods <n>", "pod capacity of each node", positiveInt, DEFAULT_MAX_PODS)
+    .option("--node-cpu <quantity>", "CPU capacity of each node", DEFAULT_NODE_CPU)
+    .option("--node-memory <quantity>", "memory capacity of each node", DEFAULT_NODE_MEMORY)
+    .option(
+      "--feature-gates <gates>",
+      "feature gates for kube-apiserver, kube-controller-manager and kube-scheduler, e.g. ShardedListAndWatch=true",
+      "",
+    )
+    .addHelpText(
+      "after",
+      `\nThe env has a default StorageClass "${DEFAULT_STORAGE_CLASS}" whose claims get local volumes, a /16 Service range\n` +
+        "and kube-controller-manager / kube-scheduler at 200 qps (burst 400). Restarts keep the feature gates.",
+    )
+    .action(
+      async (o: {
+        name: string;
+        nodes: number;
+        maxPods: number;
+        nodeCpu: string;
+        nodeMemory: string;
+        featureGates: string;
+      }) => {
+        const cp = new ControlPlane(o.name);
+        const r = await cp.up({
+          nodes: o.nodes,
+          maxPods: o.maxPods,
+          nodeCpu: o.nodeCpu,
+          nodeMemory: o.nodeMemory,
+          featureGates: o.featureGates,
+          onBuildProgress: buildReporter(),
+          onProgress: (m) => process.stderr.write(`${m}\n`),
+        });
+        if (r.alreadyRunning) {
+          process.stderr.write(`env "${o.name}" is already running\n`);
+          if (r.differences.length) {
+            process.stderr.write(
+              `it keeps its settings; run \`opkit env down${o.name === "default" ? "" : ` --name ${o.name}`}\` first to change:\n` +
+                r.differences.map((d) => `  ${d}\n`).join(""),
+            );
+          }
+        } else process.stderr.write(`env "${o.name}" is up in ${secs(r.elapsedMs)}\n`);
+        console.log(r.kubeconfig);
+      },
+    );
 
   env
     .command("down")

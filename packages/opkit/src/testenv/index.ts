@@ -1,9 +1,10 @@
 /**
  * testenv — a real local Kubernetes control plane built from the official Go modules (etcd,
- * kube-apiserver, kube-controller-manager, kube-scheduler, kwok), with fault injection and the helpers
- * tests use to share one environment per test run.
+ * kube-apiserver, kube-controller-manager, kube-scheduler, kwok) plus a local volume provisioner, with
+ * fault injection and the helpers tests use to share one environment per test run.
  *
- * It uses the client to wait for health and create nodes; nothing in the runtime depends on it.
+ * It uses the client to wait for health, create nodes and provision volumes; nothing in the runtime
+ * depends on it.
  */
 export * from "./versions.ts";
 export {
@@ -20,13 +21,29 @@ export {
   ComponentError,
   EnvNotRunningError,
   type ComponentName,
+  type ComponentState,
   type ComponentStatus,
   type EnvState,
   type UpOptions,
   type UpResult,
 } from "./controlplane.ts";
+export { InvalidEnvNameError, type EnvSettings, type NodeResources } from "./state.ts";
+export {
+  DEFAULT_NODES,
+  DEFAULT_MAX_PODS,
+  DEFAULT_NODE_CPU,
+  DEFAULT_NODE_MEMORY,
+  DEFAULT_SERVICE_CLUSTER_IP_RANGE,
+  DEFAULT_COMPONENT_QPS,
+  DEFAULT_COMPONENT_BURST,
+  InvalidEnvOptionError,
+  parseFeatureGates,
+  type EnvOptions,
+} from "./settings.ts";
+export type { NodeSpec, NodeTaint } from "./nodes.ts";
+export { DEFAULT_STORAGE_CLASS, LOCAL_PROVISIONER } from "./storage.ts";
 export { SIMULATE_EXIT_CODE_ANNOTATION, SIMULATE_DURATION_ANNOTATION } from "./stages.ts";
-export { useTestEnv, startOwnedEnv, TEST_ENV_VARIABLE, type TestEnv } from "./testing.ts";
+export { useTestEnv, startOwnedEnv, TEST_ENV_VARIABLE, TEST_ENV_OPTIONS, type TestEnv } from "./testing.ts";
 export { kubeConfigVia, startTcpProxy, type TcpProxy } from "./proxy.ts";
-export { eventually } from "./eventually.ts";
+export { eventually, sleep, WaitTimeoutError } from "./eventually.ts";
 export { ensureHelm, helmLint, helmTemplate, helmPath, HelmError, HELM_VERSION } from "./helm.ts";

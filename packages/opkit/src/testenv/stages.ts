@@ -200,7 +200,26 @@ const jobPodDelay = `  delay:
       expressionFrom: '.metadata.annotations["${SIMULATE_DURATION_ANNOTATION}"]'
 `;
 
-/** All stages, as one multi-document YAML file for kwok's `--config`. */
+/**
+ * kwok's own options. Stages run with no delay except where a delay is the point (heartbeats, Job pods);
+ * the parallelism is raised from kwok's default of 4 so that a 1,000-pod burst goes Running in seconds.
+ */
+const kwokOptions = `apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokConfiguration
+metadata:
+  name: opkit
+options:
+  podPlayStageParallelism: 16
+  nodePlayStageParallelism: 8
+  nodeLeaseParallelism: 8
+`;
+
+/** kwok's `--config` file: its options and every stage, as one multi-document YAML file. */
+export function kwokConfiguration(): string {
+  return [kwokOptions, kwokStages()].join("---\n");
+}
+
+/** All stages, as one multi-document YAML file. */
 export function kwokStages(): string {
   return [
     stage(

@@ -13,11 +13,26 @@ import { fileURLToPath } from "node:url";
 import { KubeClient } from "../client/client.ts";
 import { NotFoundError } from "../client/errors.ts";
 import { kindRef, type KubeObject } from "../client/types.ts";
-import { ControlPlane, type ComponentName } from "./controlplane.ts";
+import type { Node } from "../client/builtins.ts";
+import { COMPONENTS, ControlPlane, type ComponentName, type UpOptions } from "./controlplane.ts";
+import { eventually } from "./eventually.ts";
+import type { NodeSpec } from "./nodes.ts";
+import { isRunning } from "./processes.ts";
 import { kubeConfigVia, startTcpProxy, type TcpProxy } from "./proxy.ts";
+import type { EnvOptions } from "./settings.ts";
 import type { KubeConfig } from "@kubernetes/client-node";
 
 export const TEST_ENV_VARIABLE = "OPKIT_TEST_ENV";
+
+/**
+ * How test envs start (the shared one of `make test` and a lone test file's own): 3 nodes, and the
+ * alpha ShardedListAndWatch gate on, so tests of shard-scoped informers run against the real server
+ * filter (KEP-5866).
+ */
+export const TEST_ENV_OPTIONS: Readonly<EnvOptions> = Object.freeze({
+  nodes: 3,
+  featureGates: Object.freeze({ ShardedListAndWatch: true }),
+});
 
 export interface TestEnv {
   readonly name: string;
@@ -31,12 +46,17 @@ export interface TestEnv {
   installCrds(crds: KubeObject[]): Promise<void>;
   restart(component: ComponentName): Promise<void>;
   /**
+   * Add simulated nodes (sizes, labels, taints) and wait until they are Ready; removed by `cleanup`.
+   * Give them a taint when other tests share the env, so only pods that tolerate it land there.
+   */
+  addNodes(specs: NodeSpec[]): Promise<Node[]>;
+  /**
    * A TCP proxy in front of kube-apiserver and a kubeconfig that goes through it, for dropped-connection
    * and partition faults that touch only the clients built from that kubeconfig.
    */
   apiserverProxy(): Promise<{ proxy: TcpProxy; kubeConfig: KubeConfig }>;
   compact(opts?: { restartApiserver?: boolean }): Promise<{ revision: number }>;
-  /** Delete this process's namespaces; stops the env too when this process owns it. */
+  /** Delete this process's namespaces and nodes; stops the env too when this process owns it. */
   cleanup(): Promise<void>;
 }
 
@@ -50,27 +70,44 @@ let shared: Promise<TestEnv> | undefined;
 
 /**
  * The env for this test run: the shared one named in OPKIT_TEST_ENV, or a private one owned by this
- * process. Call it from any test file; every call in one process returns the same env.
+ * process. Call it from any test file; every call in one process returns the same env. The options
+ * shape a private env only; a shared env is as the run started it.
  */
-export function useTestEnv(opts: { nodes?: number } = {}): Promise<TestEnv> {
+export function useTestEnv(opts: EnvOptions = {}): Promise<TestEnv> {
   shared ??= openTestEnv(opts);
   return shared;
 }
 
-async function openTestEnv(opts: { nodes?: number }): Promise<TestEnv> {
+async function openTestEnv(opts: EnvOptions): Promise<TestEnv> {
   const sharedName = process.env[TEST_ENV_VARIABLE];
   let cp: ControlPlane;
   let owned = false;
   if (sharedName) {
     cp = new ControlPlane(sharedName);
-    if (!(await cp.isRunning()))
-      throw new Error(`the shared test env "${sharedName}" (${TEST_ENV_VARIABLE}) is not running`);
+    if (!(await cp.isRunning())) {
+      const state = await cp.state();
+      const down = state
+        ? COMPONENTS.filter((c) => {
+            const p = state.components[c];
+            return !p || !isRunning(p.pid, p.exe, p.args);
+          })
+        : [];
+      throw new Error(
+        `the shared test env "${sharedName}" (${TEST_ENV_VARIABLE}) is not running` +
+          (down.length ? ` (not running: ${down.join(", ")})` : "") +
+          `: start it again with \`opkit env down --name ${sharedName} && opkit env up --name ${sharedName}\``,
+      );
+    }
   } else {
-    cp = await startOwnedEnv(`test-${process.pid}-${randomBytes(2).toString("hex")}`, opts.nodes ?? 3);
+    cp = await startOwnedEnv(`test-${process.pid}-${randomBytes(2).toString("hex")}`, {
+      ...TEST_ENV_OPTIONS,
+      ...opts,
+    });
     owned = true;
   }
   const client = await KubeClient.fromKubeconfig(cp.kubeconfigPath, { fieldManager: "opkit-test" });
   const namespaces: string[] = [];
+  const nodes: string[] = [];
   const env: TestEnv = {
     name: cp.name,
     controlPlane: cp,
@@ -91,17 +128,23 @@ async function openTestEnv(opts: { nodes?: number }): Promise<TestEnv> {
       }
       for (const crd of crds) {
         const name = crd.metadata.name ?? "";
-        const deadline = Date.now() + 30_000;
-        for (;;) {
-          const live = await client.get(Crds, name);
-          if (live.status?.conditions?.some((c) => c.type === "Established" && c.status === "True")) break;
-          if (Date.now() > deadline) throw new Error(`CRD ${name} was not Established within 30s`);
-          await new Promise((r) => setTimeout(r, 100));
-        }
+        await eventually(
+          `CRD ${name} Established`,
+          async () =>
+            (await client.get(Crds, name)).status?.conditions?.some(
+              (c) => c.type === "Established" && c.status === "True",
+            ),
+          30_000,
+          100,
+        );
       }
       client.mapper.invalidate();
     },
     restart: (c) => cp.restart(c),
+    async addNodes(specs) {
+      nodes.push(...specs.map((s) => s.name));
+      return cp.addNodes(specs);
+    },
     async apiserverProxy() {
       const port = (await cp.state())?.ports["kube-apiserver"];
       if (!port) throw new Error(`env ${cp.name} has no kube-apiserver port recorded`);
@@ -115,6 +158,7 @@ async function openTestEnv(opts: { nodes?: number }): Promise<TestEnv> {
         await cp.down();
         return;
       }
+      await cp.removeNodes(nodes.splice(0));
       for (const ns of namespaces.splice(0)) {
         try {
           await client.delete(Namespaces, ns);
@@ -132,7 +176,7 @@ async function openTestEnv(opts: { nodes?: number }): Promise<TestEnv> {
  * Start an env owned by this process: a detached watchdog stops it when this process exits for any
  * reason, and SIGINT/SIGTERM stop it before exiting.
  */
-export async function startOwnedEnv(name: string, nodes = 3): Promise<ControlPlane> {
+export async function startOwnedEnv(name: string, options: number | UpOptions = {}): Promise<ControlPlane> {
   const cp = new ControlPlane(name);
   const here = fileURLToPath(import.meta.url);
   const watchdog = here.replace(/testing\.(ts|js)$/, "watchdog.$1");
@@ -141,7 +185,7 @@ export async function startOwnedEnv(name: string, nodes = 3): Promise<ControlPla
   };
   process.once("SIGINT", onSignal);
   process.once("SIGTERM", onSignal);
-  await cp.up({ nodes });
+  await cp.up(typeof options === "number" ? { nodes: options } : options);
   const child = spawn(process.execPath, [watchdog, String(process.pid), name], {
     detached: true,
     stdio: "ignore",

@@ -8,6 +8,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { ControlPlane } from "./controlplane.ts";
+import { sleep } from "./eventually.ts";
 
 const [ownerArg, name] = process.argv.slice(2);
 const owner = Number(ownerArg);
@@ -26,13 +27,10 @@ function alive(pid: number): boolean {
 }
 
 const cp = new ControlPlane(name);
-const timer = setInterval(() => {
-  if (!existsSync(join(cp.dir, "state.json"))) {
-    clearInterval(timer);
-    return;
-  }
+while (existsSync(join(cp.dir, "state.json"))) {
   if (!alive(owner)) {
-    clearInterval(timer);
-    void cp.down().finally(() => process.exit(0));
+    await cp.down();
+    break;
   }
-}, 500);
+  await sleep(500);
+}
