@@ -45,7 +45,7 @@ describe("informer cache against opkit env", () => {
     // The informer's client goes through a TCP proxy the test can cut.
     const { proxy, kubeConfig } = await env.apiserverProxy();
     let watchRequests = 0;
-    const client = await KubeClient.fromKubeConfig(kubeConfig, {
+    const client = await KubeClient.fromConfig(kubeConfig, {
       onRequest: (e) => (e.watch ? watchRequests++ : undefined),
     });
     const cache = new Cache(client, { kinds: { "v1/ConfigMap": { namespace: ns } } });
@@ -145,7 +145,8 @@ describe("informer cache against opkit env", () => {
   it("pages lists, serves indexes and metadata-only informers, and reads its own writes", async (t) => {
     const ns = await env.namespace("paging");
     let lists = 0;
-    const client = await KubeClient.fromKubeconfig(env.kubeconfigPath, {
+    const client = await KubeClient.load({
+      kubeconfig: env.kubeconfigPath,
       onRequest: (e) =>
         e.method === "GET" && !e.watch && e.path.endsWith("/configmaps") ? lists++ : undefined,
     });
@@ -204,7 +205,7 @@ describe("informer cache against opkit env", () => {
     const user = kc.getCurrentUser();
     assert.ok(user);
     (user as { impersonateUser?: string }).impersonateUser = "opkit-nobody";
-    const client = await KubeClient.fromKubeConfig(kc);
+    const client = await KubeClient.fromConfig(kc);
     const errors: string[] = [];
     const cache = new Cache(client, { onError: (err) => errors.push(String(err)) });
     t.after(async () => {

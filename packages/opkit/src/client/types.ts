@@ -87,11 +87,7 @@ export function objectKey(obj: { metadata: ObjectMeta }): string {
   return ns ? `${ns}/${obj.metadata.name ?? ""}` : (obj.metadata.name ?? "");
 }
 
-export function splitKey(key: string): { namespace?: string; name: string } {
-  const i = key.indexOf("/");
-  return i < 0 ? { name: key } : { namespace: key.slice(0, i), name: key.slice(i + 1) };
-}
-
+/** The API group of an apiVersion: "apps" for "apps/v1", "" for the core "v1". */
 export function groupOf(apiVersion: string): string {
   const i = apiVersion.indexOf("/");
   return i < 0 ? "" : apiVersion.slice(0, i);

@@ -99,7 +99,8 @@ export class Manager {
     if (!client) {
       // The client exists before the manager's metrics do; the hook is filled in right after.
       const hook: { onRequest?: ClientOptions["onRequest"] } = {};
-      client = await KubeClient.fromKubeconfig(opts.kubeconfig, {
+      client = await KubeClient.load({
+        kubeconfig: opts.kubeconfig,
         fieldManager: opts.name,
         ...opts.clientOptions,
         onRequest: (e) => {

@@ -302,7 +302,7 @@ export class ControlPlane {
   /** A client for this env as the admin user. */
   async client(options: { fieldManager?: string } = {}): Promise<KubeClient> {
     await this.requireState();
-    return KubeClient.fromKubeconfig(this.kubeconfigPath, options);
+    return KubeClient.load({ ...options, kubeconfig: this.kubeconfigPath });
   }
 
   logFile(component: ComponentName): string {
