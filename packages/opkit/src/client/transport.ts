@@ -389,13 +389,20 @@ export class Transport {
 
   /** Ends idle connections and waits for in-flight requests (open watches included). */
   async close(): Promise<void> {
+    if (this.closed) return;
     this.closed = true;
     await Promise.all([this.dispatcher?.close(), ...[...this.retiring].map((d) => d.close())]);
   }
 
-  /** Ends every connection now, including open watches (used on shutdown and in fault tests). */
+  /**
+   * Ends every connection now, including open watches (used on shutdown and in fault tests). The
+   * transport stays usable: the next request opens new connections.
+   */
   async destroy(): Promise<void> {
-    await Promise.all([this.dispatcher?.destroy(), ...[...this.retiring].map((d) => d.destroy())]);
+    const all = [this.dispatcher, ...this.retiring];
+    this.dispatcher = undefined;
+    this.retiring.clear();
+    await Promise.all(all.map((d) => d?.destroy()));
   }
 }
 
