@@ -399,10 +399,10 @@ export class Transport {
    * transport stays usable: the next request opens new connections.
    */
   async destroy(): Promise<void> {
-    const all = [this.dispatcher, ...this.retiring];
+    const all = [this.dispatcher, ...this.retiring].filter((d): d is Dispatcher => d !== undefined);
     this.dispatcher = undefined;
     this.retiring.clear();
-    await Promise.all(all.map((d) => d?.destroy()));
+    await Promise.all(all.map((d): Promise<void> => d.destroy()));
   }
 }
 
