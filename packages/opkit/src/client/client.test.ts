@@ -329,6 +329,11 @@ describe("KubeClient.withDefaults", () => {
 
       await view.apply(cm({ name: "a" }));
       assert.match(s.calls()[0]?.url ?? "", /fieldManager=reconciler/);
+      assert.match(
+        s.calls()[0]?.headers["user-agent"] ?? "",
+        /^tester opkit\//,
+        "the client's field manager names it",
+      );
       await view.apply(cm({ name: "a" }), { fieldManager: "explicit" });
       assert.match(s.calls()[1]?.url ?? "", /fieldManager=explicit/);
       await s.client.apply(cm({ name: "a" }));

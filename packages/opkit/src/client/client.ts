@@ -12,7 +12,7 @@ import {
 } from "./config.ts";
 import { NotFoundError } from "./errors.ts";
 import { RestMapper, resourcePath, type ResourceMapping } from "./mapping.ts";
-import { Transport, type QueryValue, type TransportOptions } from "./transport.ts";
+import { Transport, defaultUserAgent, type QueryValue, type TransportOptions } from "./transport.ts";
 import { parseWatchStream } from "./watch.ts";
 import type { KindRef, KubeList, KubeObject, WatchEvent } from "./types.ts";
 
@@ -192,7 +192,10 @@ export class KubeClient {
     options: ClientOptions = {},
   ): Promise<KubeClient> {
     const resolved = isClientNodeKubeConfig(config) ? configFromClientNode(config, options.context) : config;
-    const transport = await Transport.create(resolved, options, options.fieldManager);
+    const transport = await Transport.create(resolved, {
+      ...options,
+      userAgent: options.userAgent ?? defaultUserAgent(options.fieldManager),
+    });
     return new KubeClient(
       { transport, mapper: new RestMapper(transport), config: resolved },
       options.fieldManager ?? "opkit",

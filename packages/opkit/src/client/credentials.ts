@@ -105,11 +105,6 @@ export class Credentials {
     this.exec = config.exec ? new ExecPlugin(config.exec, () => this.execClusterInfo()) : undefined;
   }
 
-  /** True when a 401 may be cured by `refresh` (an exec plugin, or a file that may have rotated). */
-  get refreshable(): boolean {
-    return !!(this.exec || this.config.tokenFile || isFile(this.config.clientCertificate));
-  }
-
   /** The generation of the bearer credential in use; pass it back to `refresh` after a 401. */
   get authState(): number {
     return this.authGeneration;
@@ -342,10 +337,6 @@ export class Credentials {
     });
     return kc;
   }
-}
-
-function isFile(m: Material | undefined): boolean {
-  return !!m && "file" in m;
 }
 
 function checkPair(cert: Buffer | string, key: Buffer | string, what: string): void {

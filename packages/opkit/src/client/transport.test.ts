@@ -9,7 +9,13 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Transport, parseWarnings, retryDelayMs, type TransportOptions } from "./transport.ts";
+import {
+  Transport,
+  defaultUserAgent,
+  parseWarnings,
+  retryDelayMs,
+  type TransportOptions,
+} from "./transport.ts";
 import {
   ConnectionError,
   RequestAbortedError,
@@ -268,10 +274,14 @@ describe("Transport headers", () => {
       },
     );
     const srv = await fakeApiServer(() => OK);
-    const t = await Transport.create({ server: srv.url }, {}, "copy-operator");
+    const t = await Transport.create({ server: srv.url }, { userAgent: defaultUserAgent("copy operator") });
     try {
       await t.request({ method: "GET", path: "/x" });
-      assert.match(srv.requests[0]?.headers["user-agent"] ?? "", /^copy-operator opkit\//);
+      assert.match(
+        srv.requests[0]?.headers["user-agent"] ?? "",
+        /^copy-operator opkit\//,
+        "one product token",
+      );
     } finally {
       await t.destroy();
       await srv.close();

@@ -87,8 +87,8 @@ export interface TransportOptions {
   /** Random numbers in [0, 1) for backoff jitter (default Math.random); injectable for tests. */
   random?: () => number;
   /**
-   * The User-Agent. Default: `<fieldManager> opkit/<version> (<os>/<arch>) node/<version>`, the field
-   * manager (the operator's name) first when one is set.
+   * The User-Agent. Default: `opkit/<version> (<os>/<arch>) node/<version>`; a KubeClient puts its
+   * field manager (the operator's name) in front.
    */
   userAgent?: string;
   /** Each distinct server warning, once. Default: logged at warn level through `logger`. */
@@ -101,6 +101,9 @@ export interface TransportOptions {
 
 const defaultSleep = (ms: number, signal?: AbortSignal): Promise<void> =>
   delay(ms, undefined, signal ? { signal } : undefined);
+
+/** A warning is logged at most this long: the text comes from the server, and logs are not a dump. */
+const MAX_WARNING_CHARS = 2000;
 
 /** Distinct warning texts remembered for de-duplication; beyond this the oldest is forgotten. */
 const MAX_REMEMBERED_WARNINGS = 1000;
@@ -145,7 +148,7 @@ export class Transport {
   private readonly retiring = new Set<Dispatcher>();
   private closed = false;
 
-  private constructor(config: ClusterConfig, options: TransportOptions, fieldManager: string | undefined) {
+  private constructor(config: ClusterConfig, options: TransportOptions) {
     const url = new URL(config.server);
     this.server = config.server;
     this.origin = url.origin;
@@ -162,19 +165,15 @@ export class Transport {
       reloadIntervalMs: options.credentialReloadMs,
       onEvent: (e) => this.credentialEvent(e),
     });
-    this.userAgent = options.userAgent ?? defaultUserAgent(fieldManager);
+    this.userAgent = options.userAgent ?? defaultUserAgent();
   }
 
   /**
    * A transport for one cluster. Reads the TLS material at once, so an unreadable certificate fails
    * here rather than at the first request.
    */
-  static async create(
-    config: ClusterConfig,
-    options: TransportOptions = {},
-    fieldManager?: string,
-  ): Promise<Transport> {
-    const t = new Transport(config, options, fieldManager);
+  static async create(config: ClusterConfig, options: TransportOptions = {}): Promise<Transport> {
+    const t = new Transport(config, options);
     await t.currentDispatcher();
     return t;
   }
@@ -488,10 +487,10 @@ export function parseWarnings(header: string | string[]): string[] {
     let m: RegExpExecArray | null;
     let end = 0;
     while ((m = re.exec(value)) !== null && m[0] !== "") {
-      out.push((m[3] ?? "").replace(/\\(.)/g, "$1"));
+      out.push((m[3] ?? "").replace(/\\(.)/g, "$1").slice(0, MAX_WARNING_CHARS));
       end = re.lastIndex;
     }
-    if (end < value.trim().length && end === 0) out.push(value.trim());
+    if (end < value.trim().length && end === 0) out.push(value.trim().slice(0, MAX_WARNING_CHARS));
   }
   return out;
 }
