@@ -28,6 +28,7 @@ export interface TlsMaterial {
   generation: number;
 }
 
+/** How `Credentials` watches for rotation. */
 export interface CredentialsOptions {
   /** Monotonic milliseconds (the transport's `now`). */
   now: () => number;
@@ -75,6 +76,7 @@ const SLOT_NAMES: Record<TlsSlot, string> = {
   key: "client key",
 };
 
+/** The credentials of one ClusterConfig, kept fresh (see the module comment). */
 export class Credentials {
   private readonly config: ClusterConfig;
   private readonly now: () => number;

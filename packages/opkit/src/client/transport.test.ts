@@ -167,6 +167,20 @@ describe("Transport retries", () => {
     }
   });
 
+  it("does not retry requests on a closed transport", async () => {
+    let sleeps = 0;
+    await withServer(
+      () => OK,
+      async (t, srv) => {
+        await t.close();
+        await assert.rejects(t.request({ method: "GET", path: "/x" }), /the client is closed/);
+        assert.equal(srv.requests.length, 0);
+        assert.equal(sleeps, 0);
+      },
+      { sleep: async () => void sleeps++ },
+    );
+  });
+
   it("backs off with equal jitter: a random point in the upper half of the doubling delay", () => {
     assert.equal(retryDelayMs(0, 2), 2000);
     assert.equal(retryDelayMs(0, 120), 30_000, "Retry-After is capped at 30 s");

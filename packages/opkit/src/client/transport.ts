@@ -31,8 +31,10 @@ import {
 } from "./errors.ts";
 import { proxyFor } from "./proxy.ts";
 
+/** A query parameter's value; undefined and "" are left out. */
 export type QueryValue = string | number | boolean | undefined;
 
+/** One request as the client hands it to the transport. */
 export interface RequestOptions {
   method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
   path: string;
@@ -52,6 +54,7 @@ export interface RequestOptions {
   idempotent?: boolean;
 }
 
+/** One HTTP exchange, for metrics (`onRequest`). */
 export interface RequestEvent {
   method: string;
   path: string;
@@ -69,6 +72,7 @@ export interface ServerWarning {
   request: RequestInfo;
 }
 
+/** How the transport retries, waits, throttles, identifies itself and reports. */
 export interface TransportOptions {
   /** Retries after the first attempt (default 5); see the module comment for which requests retry. */
   maxRetries?: number;
@@ -130,6 +134,7 @@ const NOT_SENT_CODES = new Set([
   "UND_ERR_CONNECT_TIMEOUT",
 ]);
 
+/** HTTP to one cluster: pooling, credentials, retries and typed errors (see the module comment). */
 export class Transport {
   readonly server: string;
   /** The proxy requests go through, if any (the cluster's proxy-url or HTTPS_PROXY). */
@@ -327,7 +332,12 @@ export class Transport {
         retryAfterSeconds = retryAfter(res.headers);
         text = await this.readBody(res, opts.signal, info);
       } catch (err) {
-        if (!(err instanceof ConnectionError) || attempt >= maxRetries || !retriable(err, idempotent)) {
+        if (
+          !(err instanceof ConnectionError) ||
+          this.closed ||
+          attempt >= maxRetries ||
+          !retriable(err, idempotent)
+        ) {
           throw err;
         }
         if (!err.beforeSending && opts.method !== "GET") ambiguous = true;
