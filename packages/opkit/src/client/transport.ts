@@ -262,7 +262,8 @@ export class Transport {
     const headers: Record<string, string | string[]> = {
       accept: opts.accept ?? "application/json",
       "user-agent": this.userAgent,
-      ...(await this.credentials.headers()),
+      // An exec plugin may take seconds; the caller need not wait for it once its signal fires.
+      ...(await raceAbort(this.credentials.headers(), signal, info)),
     };
     const authState = this.credentials.authState;
     let body: string | undefined;
