@@ -203,21 +203,11 @@ export function configFromClientNode(kc: ClientNodeKubeConfig, context?: string)
     throw new KubeconfigError(`cannot read the KubeConfig object: ${(err as Error).message}`, { cause: err });
   }
   const raw = asRawKubeconfig(doc, "a @kubernetes/client-node KubeConfig");
-  const config = resolveKubeconfig(
+  return resolveKubeconfig(
     { ...raw, "current-context": context ?? kc.getCurrentContext() },
     undefined,
     "the KubeConfig object",
   );
-  // Its auth-provider (and any custom authenticator) keeps its state in that object: use it, not a copy.
-  if (config.authProvider) clientNodeOrigins.set(config, kc);
-  return config;
-}
-
-const clientNodeOrigins = new WeakMap<ClusterConfig, ClientNodeKubeConfig>();
-
-/** The client-node KubeConfig a config was read from, if any (for its auth-provider). */
-export function clientNodeOrigin(config: ClusterConfig): ClientNodeKubeConfig | undefined {
-  return clientNodeOrigins.get(config);
 }
 
 /** True for a @kubernetes/client-node KubeConfig (checked by shape: the package is not imported). */

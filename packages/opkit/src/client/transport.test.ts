@@ -401,4 +401,24 @@ describe("Transport credentials", () => {
       await rm(dir, { recursive: true });
     }
   });
+
+  it("delegates an auth-provider (oidc) to @kubernetes/client-node, loaded on first use", async () => {
+    const b64 = (o: object): string => Buffer.from(JSON.stringify(o)).toString("base64url");
+    const idToken = `${b64({ alg: "none" })}.${b64({ exp: Math.floor(Date.now() / 1000) + 3600 })}.sig`;
+    await withServer(
+      () => OK,
+      async (t, srv) => {
+        await t.request({ method: "GET", path: "/x" });
+        assert.equal(srv.requests[0]?.headers.authorization, `Bearer ${idToken}`);
+      },
+      {},
+      {
+        token: undefined,
+        authProvider: {
+          name: "oidc",
+          config: { "id-token": idToken, "idp-issuer-url": "https://issuer.invalid", "client-id": "opkit" },
+        },
+      },
+    );
+  });
 });
