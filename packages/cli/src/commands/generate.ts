@@ -158,7 +158,7 @@ async function applyAll(
   kubeconfig: string | undefined,
   dryRun: boolean,
 ): Promise<void> {
-  const client = await KubeClient.fromKubeconfig(kubeconfig, { fieldManager: "opkit-cli" });
+  const client = await KubeClient.load({ kubeconfig, fieldManager: "opkit-cli" });
   try {
     for (const obj of objects) {
       await client.apply(obj, { force: true, dryRun });
@@ -235,7 +235,7 @@ export function generateCommands(): Command[] {
     )
     .action(async (dir: string, o: { kubeconfig?: string; webhookCerts: WebhookCertsMode }) => {
       const objects = await projectObjects(await loadOperator(dir), { ...o, dir });
-      const client = await KubeClient.fromKubeconfig(o.kubeconfig, { fieldManager: "opkit-cli" });
+      const client = await KubeClient.load({ kubeconfig: o.kubeconfig, fieldManager: "opkit-cli" });
       try {
         for (const obj of objects.reverse()) {
           try {

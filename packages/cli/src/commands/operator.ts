@@ -40,7 +40,7 @@ export function crdsOf(op: OperatorDefinition): KubeObject[] {
 }
 
 async function clientFor(kubeconfig: string | undefined): Promise<KubeClient> {
-  return KubeClient.fromKubeconfig(kubeconfig, { fieldManager: "opkit-cli" });
+  return KubeClient.load({ kubeconfig, fieldManager: "opkit-cli" });
 }
 
 export async function installCrds(dir: string, kubeconfig?: string): Promise<string[]> {

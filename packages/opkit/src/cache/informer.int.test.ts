@@ -81,7 +81,7 @@ describe("informer cache against opkit env", () => {
   ) {
     const { proxy, kubeConfig } = await env.apiserverProxy();
     const counts = { watches: 0 };
-    const client = await KubeClient.fromKubeConfig(kubeConfig, {
+    const client = await KubeClient.fromConfig(kubeConfig, {
       onRequest: (e) => (e.watch ? counts.watches++ : undefined),
     });
     const cache = new Cache(client, { kinds: [cacheKind(ConfigMaps, { namespace: ns })], ...opts });
@@ -260,7 +260,7 @@ describe("informer cache against opkit env", () => {
   it("hands out frozen objects: an edit throws and the cache and its indexes stay unchanged", async (t) => {
     const ns = await env.namespace("frozen-objects");
     await createConfigMaps(env, ns, ["a"]);
-    const client = await KubeClient.fromKubeconfig(env.kubeconfigPath);
+    const client = await KubeClient.load(env.kubeconfigPath);
     const cache = new Cache(client, { namespace: ns });
     t.after(async () => {
       await cache.stop();
@@ -299,7 +299,7 @@ describe("informer cache against opkit env", () => {
   it("a first read of a kind that has not synced throws CacheNotSyncedError, never 'not found'", async (t) => {
     const ns = await env.namespace("unsynced");
     await createConfigMaps(env, ns, ["exists"]);
-    const client = await KubeClient.fromKubeconfig(env.kubeconfigPath);
+    const client = await KubeClient.load(env.kubeconfigPath);
     const cache = new Cache(client, { namespaces: [ns, "default"] });
     t.after(async () => {
       await cache.stop();
@@ -336,7 +336,8 @@ describe("informer cache against opkit env", () => {
   it("pages lists, serves indexes and metadata-only informers, and reads its own writes", async (t) => {
     const ns = await env.namespace("paging");
     let lists = 0;
-    const client = await KubeClient.fromKubeconfig(env.kubeconfigPath, {
+    const client = await KubeClient.load({
+      kubeconfig: env.kubeconfigPath,
       onRequest: (e) =>
         e.method === "GET" && !e.watch && e.path.endsWith("/configmaps") ? lists++ : undefined,
     });
@@ -400,7 +401,7 @@ describe("informer cache against opkit env", () => {
     const user = kc.getCurrentUser();
     assert.ok(user);
     (user as { impersonateUser?: string }).impersonateUser = "opkit-nobody";
-    const client = await KubeClient.fromKubeConfig(kc);
+    const client = await KubeClient.fromConfig(kc);
     const errors: string[] = [];
     const cache = new Cache(client, { onError: (err) => errors.push(String(err)) });
     t.after(async () => {

@@ -47,7 +47,7 @@ async function impersonating(
   const kc = new KubeConfig();
   kc.loadFromFile(env.kubeconfigPath);
   (kc.getCurrentUser() as { impersonateUser?: string }).impersonateUser = user;
-  return KubeClient.fromKubeConfig(kc, {
+  return KubeClient.fromConfig(kc, {
     maxRetries: opts.maxRetries,
     onRequest: opts.onRequest,
     sleep: async () => undefined,
@@ -204,7 +204,7 @@ describe("KubeClient against opkit env", () => {
   });
 
   it("serves a kind whose CRD is installed after the client started, with its status subresource", async () => {
-    const fresh = await KubeClient.fromKubeconfig(env.kubeconfigPath);
+    const fresh = await KubeClient.load(env.kubeconfigPath);
     try {
       await assert.rejects(fresh.list(Widgets, { namespace: ns }), UnknownKindError);
       await env.installCrds([widgetCrd]);
@@ -318,7 +318,7 @@ describe("KubeClient against opkit env", () => {
     let requests = 0;
     const kc = new KubeConfig();
     kc.loadFromFile(env.kubeconfigPath);
-    const client = await KubeClient.fromKubeConfig(kc, {
+    const client = await KubeClient.fromConfig(kc, {
       maxRetries: 1,
       sleep: async () => undefined,
       onRequest: () => requests++,

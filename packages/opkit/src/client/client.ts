@@ -1,82 +1,129 @@
 /**
  * KubeClient: typed CRUD, patch, server-side apply, subresources and watches for any kind the server
- * serves, over one keep-alive connection pool per cluster.
+ * serves, over one keep-alive connection pool per cluster. Every call takes an AbortSignal; a view made
+ * by `withDefaults` shares the pool and the REST mapping and defaults the signal and field manager.
  */
-import { KubeConfig } from "@kubernetes/client-node";
+import type { KubeConfig } from "@kubernetes/client-node";
+import {
+  configFromClientNode,
+  isClientNodeKubeConfig,
+  loadClusterConfig,
+  type ClusterConfig,
+} from "./config.ts";
+import { NotFoundError } from "./errors.ts";
 import { RestMapper, resourcePath, type ResourceMapping } from "./mapping.ts";
-import { Transport, type QueryValue, type TransportOptions } from "./transport.ts";
+import { Transport, defaultUserAgent, type QueryValue, type TransportOptions } from "./transport.ts";
 import { parseWatchStream } from "./watch.ts";
 import type { KindRef, KubeList, KubeObject, WatchEvent } from "./types.ts";
 
+/** How a client talks to its cluster (transport options plus the default field manager). */
 export interface ClientOptions extends TransportOptions {
-  /** Kubeconfig context to use instead of current-context. */
+  /** Kubeconfig context to use instead of current-context (`load`, or a client-node KubeConfig). */
   context?: string;
-  /** Default field manager for writes and server-side apply (one per operator). */
+  /** Default field manager for writes and server-side apply (one per operator); also names the User-Agent. */
   fieldManager?: string;
 }
 
+/** `KubeClient.load`'s options: where the kubeconfig is, and the client's options. */
+export interface LoadOptions extends ClientOptions {
+  /** An explicit kubeconfig path; default `$KUBECONFIG`, then `~/.kube/config`, then in-cluster. */
+  kubeconfig?: string;
+}
+
+/** What every call accepts. */
+export interface CallOptions {
+  /** Aborts the request and any retry wait; the call throws RequestAbortedError (reason in `reason`). */
+  signal?: AbortSignal;
+}
+
+/** Defaults a `withDefaults` view applies to every call. */
+export interface ClientDefaults {
+  /** Combined with each call's own signal: either aborts the call. */
+  signal?: AbortSignal;
+  fieldManager?: string;
+}
+
+/** The namespace of a namespaced kind (ignored for cluster-scoped kinds). */
 export interface NamespaceOption {
   namespace?: string;
 }
 
-export interface ListOptions extends NamespaceOption {
+/** `get`'s options. */
+export interface GetOptions extends NamespaceOption, CallOptions {
+  subresource?: string;
+}
+
+/** `list`'s and `listAll`'s options. */
+export interface ListOptions extends NamespaceOption, CallOptions {
   labelSelector?: string;
   fieldSelector?: string;
   limit?: number;
   continue?: string;
   resourceVersion?: string;
   resourceVersionMatch?: "Exact" | "NotOlderThan";
-  signal?: AbortSignal;
   /** Ask only for metadata (PartialObjectMetadata): far less memory for kinds whose content is not needed. */
   metadataOnly?: boolean;
 }
 
-export interface WriteOptions {
+/** Options shared by writes. */
+export interface WriteOptions extends CallOptions {
   dryRun?: boolean;
   fieldManager?: string;
   /** How the server treats unknown or duplicate fields: "Strict" fails the request. */
   fieldValidation?: "Ignore" | "Warn" | "Strict";
 }
 
+/** `update`'s options. */
 export interface UpdateOptions extends WriteOptions {
   subresource?: string;
 }
 
+/** JSON patch (RFC 6902), JSON merge patch (RFC 7386) or Kubernetes strategic merge patch. */
 export type PatchType = "json" | "merge" | "strategic";
 
+/** `patch`'s options. */
 export interface PatchOptions extends WriteOptions, NamespaceOption {
   type: PatchType;
   subresource?: string;
 }
 
+/** Server-side apply's options. */
 export interface ApplyOptions extends WriteOptions {
   force?: boolean;
   subresource?: string;
 }
 
-export interface DeleteOptions extends NamespaceOption {
+/** `delete`'s options. */
+export interface DeleteOptions extends NamespaceOption, CallOptions {
   propagationPolicy?: "Foreground" | "Background" | "Orphan";
   gracePeriodSeconds?: number;
   preconditions?: { uid?: string; resourceVersion?: string };
   dryRun?: boolean;
 }
 
+/** `deleteAllOf`'s options. */
 export interface DeleteAllOfOptions extends DeleteOptions {
   labelSelector?: string;
   fieldSelector?: string;
 }
 
-export interface WatchOptions extends NamespaceOption {
+/** `watch`'s options. */
+export interface WatchOptions extends NamespaceOption, CallOptions {
   labelSelector?: string;
   fieldSelector?: string;
   resourceVersion?: string;
   allowWatchBookmarks?: boolean;
   timeoutSeconds?: number;
   sendInitialEvents?: boolean;
-  signal?: AbortSignal;
   /** Milliseconds without any byte before the stream is considered dead. */
   idleTimeoutMs?: number;
   metadataOnly?: boolean;
+}
+
+/** `raw`'s options. */
+export interface RawOptions extends CallOptions {
+  /** A repeat cannot do harm: retry 5xx answers and lost connections (default: GET only). */
+  idempotent?: boolean;
 }
 
 const METADATA_LIST_ACCEPT =
@@ -89,77 +136,126 @@ const PATCH_CONTENT_TYPES: Record<PatchType, string> = {
   strategic: "application/strategic-merge-patch+json",
 };
 
+/** The pool, REST mapping and configuration that a client and its views share. */
+interface Shared {
+  transport: Transport;
+  mapper: RestMapper;
+  config: ClusterConfig;
+}
+
+/**
+ * A client for one cluster. Errors are typed (errors.ts); writes are retried only where a retry cannot
+ * do harm (transport.ts says which).
+ */
 export class KubeClient {
   readonly transport: Transport;
   readonly mapper: RestMapper;
-  readonly kubeConfig: KubeConfig;
+  /** The cluster and credentials this client uses (from the kubeconfig, in-cluster, or given). */
+  readonly config: ClusterConfig;
   readonly fieldManager: string;
+  /** The signal a `withDefaults` view adds to every call. */
+  readonly signal: AbortSignal | undefined;
+  private readonly isView: boolean;
 
-  private constructor(kubeConfig: KubeConfig, transport: Transport, fieldManager: string) {
-    this.kubeConfig = kubeConfig;
-    this.transport = transport;
-    this.mapper = new RestMapper(transport);
+  private constructor(
+    shared: Shared,
+    fieldManager: string,
+    signal: AbortSignal | undefined,
+    isView: boolean,
+  ) {
+    this.transport = shared.transport;
+    this.mapper = shared.mapper;
+    this.config = shared.config;
     this.fieldManager = fieldManager;
+    this.signal = signal;
+    this.isView = isView;
   }
 
   /**
-   * Standard loading rules: an explicit path, else `$KUBECONFIG`, else `~/.kube/config`, else the in-cluster
-   * service account.
+   * A client from the standard loading rules: `kubeconfig` (or a path given alone), else `$KUBECONFIG`,
+   * else `~/.kube/config`, else the in-cluster service account. Only exec and auth-provider plugins need
+   * more than opkit's own parser (the latter load @kubernetes/client-node on first use).
    */
-  static async fromKubeconfig(path?: string, options: ClientOptions = {}): Promise<KubeClient> {
-    const kc = new KubeConfig();
-    if (path) kc.loadFromFile(path);
-    else {
-      kc.loadFromDefault();
-      if (!kc.getCurrentCluster() && process.env.KUBERNETES_SERVICE_HOST) kc.loadFromCluster();
-    }
-    if (options.context) kc.setCurrentContext(options.context);
-    if (!kc.getCurrentCluster()) {
-      throw new Error(
-        "no Kubernetes cluster configured: pass a kubeconfig path, set KUBECONFIG, or run inside a cluster",
-      );
-    }
-    return KubeClient.fromKubeConfig(kc, options);
+  static async load(pathOrOptions: string | LoadOptions = {}): Promise<KubeClient> {
+    const options: LoadOptions =
+      typeof pathOrOptions === "string" ? { kubeconfig: pathOrOptions } : pathOrOptions;
+    const config = await loadClusterConfig({ kubeconfig: options.kubeconfig, context: options.context });
+    return KubeClient.fromConfig(config, options);
   }
 
-  static async fromKubeConfig(kc: KubeConfig, options: ClientOptions = {}): Promise<KubeClient> {
-    const transport = await Transport.create(kc, options);
-    return new KubeClient(kc, transport, options.fieldManager ?? "opkit");
+  /**
+   * A client for a configuration in hand: opkit's `ClusterConfig`, or a @kubernetes/client-node
+   * `KubeConfig` object (its current context, or `options.context`).
+   */
+  static async fromConfig(
+    config: ClusterConfig | KubeConfig,
+    options: ClientOptions = {},
+  ): Promise<KubeClient> {
+    const resolved = isClientNodeKubeConfig(config) ? configFromClientNode(config, options.context) : config;
+    const transport = await Transport.create(resolved, {
+      ...options,
+      userAgent: options.userAgent ?? defaultUserAgent(options.fieldManager),
+    });
+    return new KubeClient(
+      { transport, mapper: new RestMapper(transport), config: resolved },
+      options.fieldManager ?? "opkit",
+      undefined,
+      false,
+    );
   }
 
-  mapping(kind: KindRef): Promise<ResourceMapping> {
-    return this.mapper.mapping(kind.apiVersion, kind.kind);
+  /**
+   * A view of this client whose calls default to `signal` (combined with a call's own) and
+   * `fieldManager`. It shares the connection pool and the REST mapping: making one is cheap (one per
+   * reconcile), and closing it does nothing.
+   */
+  withDefaults(defaults: ClientDefaults): KubeClient {
+    return new KubeClient(
+      { transport: this.transport, mapper: this.mapper, config: this.config },
+      defaults.fieldManager ?? this.fieldManager,
+      combine(this.signal, defaults.signal),
+      true,
+    );
+  }
+
+  /** The REST mapping of a kind (cached discovery). */
+  mapping(kind: KindRef, opts: CallOptions = {}): Promise<ResourceMapping> {
+    return this.mapper.mapping(kind.apiVersion, kind.kind, this.signalFor(opts));
+  }
+
+  private signalFor(opts: CallOptions): AbortSignal | undefined {
+    return combine(this.signal, opts.signal);
   }
 
   private async pathFor(
     kind: KindRef,
+    signal: AbortSignal | undefined,
     namespace?: string,
     name?: string,
     subresource?: string,
   ): Promise<string> {
-    const m = await this.mapping(kind);
+    const m = await this.mapper.mapping(kind.apiVersion, kind.kind, signal);
     if (m.namespaced && name !== undefined && !namespace) {
       throw new Error(`${kind.kind} ${name} is namespaced: pass a namespace`);
     }
     return resourcePath(m, namespace, name, subresource);
   }
 
-  async get<T extends KubeObject>(
-    kind: KindRef<T>,
-    name: string,
-    opts: NamespaceOption & { subresource?: string } = {},
-  ): Promise<T> {
-    const path = await this.pathFor(kind, opts.namespace, name, opts.subresource);
-    return this.transport.request<T>({ method: "GET", path });
+  /** Read one object (or one of its subresources). */
+  async get<T extends KubeObject>(kind: KindRef<T>, name: string, opts: GetOptions = {}): Promise<T> {
+    const signal = this.signalFor(opts);
+    const path = await this.pathFor(kind, signal, opts.namespace, name, opts.subresource);
+    return this.transport.request<T>({ method: "GET", path, signal });
   }
 
   /** One page of a list. */
   async list<T extends KubeObject>(kind: KindRef<T>, opts: ListOptions = {}): Promise<KubeList<T>> {
-    const path = await this.pathFor(kind, opts.namespace);
+    const signal = this.signalFor(opts);
+    const path = await this.pathFor(kind, signal, opts.namespace);
     return this.transport.request<KubeList<T>>({
       method: "GET",
       path,
-      signal: opts.signal,
+      signal,
       accept: opts.metadataOnly ? METADATA_LIST_ACCEPT : undefined,
       query: {
         labelSelector: opts.labelSelector,
@@ -186,46 +282,94 @@ export class KubeClient {
     return { ...first, metadata: { resourceVersion: first.metadata.resourceVersion }, items };
   }
 
+  /**
+   * Create an object (or POST to a subresource, e.g. an eviction). With a fixed `metadata.name`, a lost
+   * response or a 5xx is retried: the answer may then be an AlreadyExistsError with `ambiguous: true`
+   * (the object may be the one the first attempt created). With only `generateName` it is never
+   * retried after the request may have reached the server: that could create two objects.
+   */
   async create<T extends KubeObject>(obj: T, opts: WriteOptions & { subresource?: string } = {}): Promise<T> {
+    const signal = this.signalFor(opts);
     const kind = kindOf(obj);
-    const path = await this.pathFor(kind, obj.metadata.namespace);
+    const path = await this.pathFor(kind, signal, obj.metadata.namespace);
     const sub = opts.subresource;
     const full = sub ? `${path}/${encodeURIComponent(obj.metadata.name ?? "")}/${sub}` : path;
-    return this.transport.request<T>({ method: "POST", path: full, body: obj, query: this.writeQuery(opts) });
+    return this.transport.request<T>({
+      method: "POST",
+      path: full,
+      body: obj,
+      query: this.writeQuery(opts),
+      signal,
+      idempotent: !!obj.metadata.name,
+    });
   }
 
-  /** Replace an object. Optimistic concurrency: the server refuses a stale `metadata.resourceVersion` (ConflictError). */
+  /**
+   * Replace an object. Optimistic concurrency: the server refuses a stale `metadata.resourceVersion`
+   * (ConflictError). Retried after a lost response or a 5xx only when it carries a resourceVersion
+   * (a repeat then cannot overwrite anyone else's change).
+   */
   async update<T extends KubeObject>(obj: T, opts: UpdateOptions = {}): Promise<T> {
-    const path = await this.pathFor(kindOf(obj), obj.metadata.namespace, nameOf(obj), opts.subresource);
-    return this.transport.request<T>({ method: "PUT", path, body: obj, query: this.writeQuery(opts) });
+    const signal = this.signalFor(opts);
+    const path = await this.pathFor(
+      kindOf(obj),
+      signal,
+      obj.metadata.namespace,
+      nameOf(obj),
+      opts.subresource,
+    );
+    return this.transport.request<T>({
+      method: "PUT",
+      path,
+      body: obj,
+      query: this.writeQuery(opts),
+      signal,
+      idempotent: !!obj.metadata.resourceVersion,
+    });
   }
 
+  /** Replace the status subresource (see `update`). */
   updateStatus<T extends KubeObject>(obj: T, opts: WriteOptions = {}): Promise<T> {
     return this.update(obj, { ...opts, subresource: "status" });
   }
 
+  /**
+   * Patch an object. Merge and strategic merge patches are retried after a lost response or a 5xx
+   * (applying one twice gives the same object); JSON patches are not, since operations such as
+   * `add` to `/list/-` would apply twice.
+   */
   async patch<T extends KubeObject>(
     kind: KindRef<T>,
     name: string,
     patch: unknown,
     opts: PatchOptions,
   ): Promise<T> {
-    const path = await this.pathFor(kind, opts.namespace, name, opts.subresource);
+    const signal = this.signalFor(opts);
+    const path = await this.pathFor(kind, signal, opts.namespace, name, opts.subresource);
     return this.transport.request<T>({
       method: "PATCH",
       path,
       body: patch,
       contentType: PATCH_CONTENT_TYPES[opts.type],
       query: this.writeQuery(opts),
+      signal,
+      idempotent: opts.type !== "json",
     });
   }
 
   /**
    * Server-side apply: the object states the fields this field manager owns. A conflict with another
-   * manager throws ConflictError unless `force`.
+   * manager throws ConflictError unless `force`. Idempotent, so retried after a lost response or a 5xx.
    */
   async apply<T extends KubeObject>(obj: T, opts: ApplyOptions = {}): Promise<T> {
-    const path = await this.pathFor(kindOf(obj), obj.metadata.namespace, nameOf(obj), opts.subresource);
+    const signal = this.signalFor(opts);
+    const path = await this.pathFor(
+      kindOf(obj),
+      signal,
+      obj.metadata.namespace,
+      nameOf(obj),
+      opts.subresource,
+    );
     return this.transport.request<T>({
       method: "PATCH",
       path,
@@ -236,30 +380,47 @@ export class KubeClient {
         fieldManager: opts.fieldManager ?? this.fieldManager,
         force: opts.force,
       },
+      signal,
+      idempotent: true,
     });
   }
 
+  /** Server-side apply to the status subresource. */
   applyStatus<T extends KubeObject>(obj: T, opts: ApplyOptions = {}): Promise<T> {
     return this.apply(obj, { ...opts, subresource: "status" });
   }
 
-  /** Delete; returns the object (or Status) the server answers with. */
+  /**
+   * Delete; returns the object (or Status) the server answers with. Retried after a lost response or a
+   * 5xx; when such a retry finds the object gone (404), the first attempt most likely deleted it, so
+   * the call succeeds and returns that 404 Status instead of throwing NotFoundError.
+   */
   async delete<T extends KubeObject>(
     kind: KindRef<T>,
     name: string,
     opts: DeleteOptions = {},
   ): Promise<unknown> {
-    const path = await this.pathFor(kind, opts.namespace, name);
-    return this.transport.request<unknown>({
-      method: "DELETE",
-      path,
-      body: deleteBody(opts),
-      query: { dryRun: opts.dryRun ? "All" : undefined },
-    });
+    const signal = this.signalFor(opts);
+    const path = await this.pathFor(kind, signal, opts.namespace, name);
+    try {
+      return await this.transport.request<unknown>({
+        method: "DELETE",
+        path,
+        body: deleteBody(opts),
+        query: { dryRun: opts.dryRun ? "All" : undefined },
+        signal,
+        idempotent: true,
+      });
+    } catch (err) {
+      if (err instanceof NotFoundError && err.ambiguous) return err.status;
+      throw err;
+    }
   }
 
+  /** Delete every object that matches the selectors (one request). */
   async deleteAllOf<T extends KubeObject>(kind: KindRef<T>, opts: DeleteAllOfOptions = {}): Promise<unknown> {
-    const path = await this.pathFor(kind, opts.namespace);
+    const signal = this.signalFor(opts);
+    const path = await this.pathFor(kind, signal, opts.namespace);
     return this.transport.request<unknown>({
       method: "DELETE",
       path,
@@ -269,15 +430,21 @@ export class KubeClient {
         fieldSelector: opts.fieldSelector,
         dryRun: opts.dryRun ? "All" : undefined,
       },
+      signal,
+      idempotent: true,
     });
   }
 
-  /** Open a watch; the iterator ends when the server closes the stream, and throws typed errors. */
+  /**
+   * Open a watch; the iterator ends when the server closes the stream, and throws typed errors
+   * (RequestAbortedError when the signal fires, ConnectionError when the connection drops).
+   */
   async watch<T extends KubeObject>(
     kind: KindRef<T>,
     opts: WatchOptions = {},
   ): Promise<AsyncGenerator<WatchEvent<T>>> {
-    const path = await this.pathFor(kind, opts.namespace);
+    const signal = this.signalFor(opts);
+    const path = await this.pathFor(kind, signal, opts.namespace);
     const query: Record<string, QueryValue> = {
       watch: true,
       labelSelector: opts.labelSelector,
@@ -292,19 +459,35 @@ export class KubeClient {
       method: "GET",
       path,
       query,
-      signal: opts.signal,
+      signal,
       accept: opts.metadataOnly ? METADATA_ACCEPT : undefined,
       idleTimeoutMs: opts.idleTimeoutMs ?? ((opts.timeoutSeconds ?? 600) + 30) * 1000,
     });
-    return parseWatchStream<T>(body, { method: "GET", path: `${path}?watch=true` });
+    return parseWatchStream<T>(body, { method: "GET", path: `${path}?watch=true` }, signal);
   }
 
-  /** A raw JSON request for anything else (`/version`, custom subresources, aggregated APIs). */
-  raw<R>(method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE", path: string, body?: unknown): Promise<R> {
-    return this.transport.request<R>({ method, path, body });
+  /**
+   * A raw JSON request for anything else (`/version`, custom subresources, aggregated APIs). Only GETs
+   * are retried after a 5xx or a lost response unless `idempotent` says a repeat is harmless.
+   */
+  raw<R>(
+    method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE",
+    path: string,
+    body?: unknown,
+    opts: RawOptions = {},
+  ): Promise<R> {
+    return this.transport.request<R>({
+      method,
+      path,
+      body,
+      signal: this.signalFor(opts),
+      idempotent: opts.idempotent,
+    });
   }
 
+  /** Close the connections (waits for in-flight requests). A `withDefaults` view closes nothing. */
   close(): Promise<void> {
+    if (this.isView) return Promise.resolve();
     return this.transport.close();
   }
 
@@ -315,6 +498,12 @@ export class KubeClient {
       fieldValidation: opts.fieldValidation,
     };
   }
+}
+
+function combine(a: AbortSignal | undefined, b: AbortSignal | undefined): AbortSignal | undefined {
+  if (!a || a === b) return b;
+  if (!b) return a;
+  return AbortSignal.any([a, b]);
 }
 
 function kindOf<T extends KubeObject>(obj: T): KindRef<T> {

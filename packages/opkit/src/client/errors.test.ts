@@ -13,7 +13,6 @@ import {
   TooManyRequestsError,
   errorFromResponse,
 } from "./errors.ts";
-import { retryDelayMs } from "./transport.ts";
 
 const req = { method: "GET", path: "/api/v1/namespaces/x/pods/y" };
 const status = (code: number, reason: string, extra: object = {}): object => ({
@@ -62,16 +61,5 @@ describe("errorFromResponse", () => {
     const err = errorFromResponse(502, "<html>bad gateway</html>", req);
     assert.ok(err instanceof ServerError);
     assert.equal(err.status.message, "<html>bad gateway</html>");
-  });
-});
-
-describe("retryDelayMs", () => {
-  it("honours Retry-After, capped at 30 s, else doubles from 200 ms to 5 s", () => {
-    assert.equal(retryDelayMs(0, 2), 2000);
-    assert.equal(retryDelayMs(0, 120), 30_000);
-    assert.deepEqual(
-      [0, 1, 2, 3, 4, 5].map((a) => retryDelayMs(a, undefined)),
-      [200, 400, 800, 1600, 3200, 5000],
-    );
   });
 });

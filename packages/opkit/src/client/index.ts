@@ -1,7 +1,8 @@
 /**
- * client — talking to the Kubernetes API: kubeconfig loading and authentication (delegated to
- * @kubernetes/client-node), one HTTP pool per cluster, discovery-based REST mapping, typed CRUD,
- * patch, server-side apply, subresources, watch streams and typed errors.
+ * client — talking to the Kubernetes API: kubeconfig and in-cluster configuration (parsed here; only
+ * auth-provider plugins load @kubernetes/client-node, on demand), credentials that follow rotation,
+ * one HTTP pool per cluster (direct or through a proxy), discovery-based REST mapping, typed CRUD,
+ * patch, server-side apply, subresources, watch streams, AbortSignals, safe retries and typed errors.
  *
  * It knows nothing about caches, queues or controllers.
  */
@@ -9,7 +10,12 @@
 export {
   KubeClient,
   type ApplyOptions,
+  type CallOptions,
+  type ClientDefaults,
   type ClientOptions,
+  type GetOptions,
+  type LoadOptions,
+  type RawOptions,
   type DeleteAllOfOptions,
   type DeleteOptions,
   type ListOptions,
@@ -20,18 +26,31 @@ export {
   type WatchOptions,
   type WriteOptions,
 } from "./client.ts";
-export type { TransportOptions, RequestEvent } from "./transport.ts";
+export type { TransportOptions, RequestEvent, ServerWarning } from "./transport.ts";
+export {
+  loadClusterConfig,
+  inClusterConfig,
+  type AuthProviderConfig,
+  type ClusterConfig,
+  type ExecConfig,
+  type ImpersonationConfig,
+  type LoadClusterConfigOptions,
+  type Material,
+} from "./config.ts";
 export type { ResourceMapping } from "./mapping.ts";
 export {
   AlreadyExistsError,
   BadRequestError,
   ConflictError,
   ConnectionError,
+  CredentialsError,
   ForbiddenError,
   GoneError,
   InvalidError,
   KubeApiError,
+  KubeconfigError,
   NotFoundError,
+  RequestAbortedError,
   ServerError,
   TimeoutError,
   TooManyRequestsError,

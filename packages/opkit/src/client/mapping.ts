@@ -3,11 +3,11 @@
  * resource list is cached; a kind missing from the cache triggers one refresh of its group-version, so a
  * CRD installed after start becomes usable without a restart.
  */
-import { NotFoundError } from "./errors.ts";
-import type { Transport } from "./transport.ts";
-import { UnknownKindError } from "./errors.ts";
+import { NotFoundError, UnknownKindError } from "./errors.ts";
+import { raceAbort, type Transport } from "./transport.ts";
 import { registerKind } from "./scopes.ts";
 
+/** Where a kind lives in the API: its resource, scope, verbs and subresources. */
 export interface ResourceMapping {
   apiVersion: string;
   group: string;
@@ -35,6 +35,7 @@ interface ApiResourceList {
 /** Refresh a group-version at most this often when asked for an unknown kind, so typos do not hammer discovery. */
 const MIN_REFRESH_MS = 1_000;
 
+/** apiVersion + kind → ResourceMapping, from discovery, cached per group-version. */
 export class RestMapper {
   private readonly transport: Transport;
   private readonly byGroupVersion = new Map<string, { at: number; mappings: Map<string, ResourceMapping> }>();
@@ -44,15 +45,20 @@ export class RestMapper {
     this.transport = transport;
   }
 
-  async mapping(apiVersion: string, kind: string): Promise<ResourceMapping> {
+  /**
+   * The mapping of a kind. `signal` stops the caller's wait; a discovery request shared with other
+   * callers goes on for them.
+   */
+  async mapping(apiVersion: string, kind: string, signal?: AbortSignal): Promise<ResourceMapping> {
     const cached = this.byGroupVersion.get(apiVersion);
     const hit = cached?.mappings.get(kind);
     if (hit) return hit;
+    const info = { method: "GET", path: discoveryPath(apiVersion) };
     // A kind we did not know may have just been installed: look again, but at most once a second so a
     // misspelt kind cannot hammer discovery.
     const age = cached ? Date.now() - cached.at : MIN_REFRESH_MS;
-    if (age < MIN_REFRESH_MS) await new Promise((r) => setTimeout(r, MIN_REFRESH_MS - age));
-    const fresh = await this.refresh(apiVersion);
+    if (age < MIN_REFRESH_MS) await this.transport.pause(MIN_REFRESH_MS - age, signal, info);
+    const fresh = await raceAbort(this.refresh(apiVersion), signal, info);
     const found = fresh.get(kind);
     if (!found) {
       throw new UnknownKindError(
@@ -79,7 +85,7 @@ export class RestMapper {
   }
 
   private async load(apiVersion: string): Promise<Map<string, ResourceMapping>> {
-    const path = apiVersion.includes("/") ? `/apis/${apiVersion}` : `/api/${apiVersion}`;
+    const path = discoveryPath(apiVersion);
     let list: ApiResourceList;
     try {
       list = await this.transport.request<ApiResourceList>({ method: "GET", path });
@@ -120,6 +126,10 @@ export class RestMapper {
     this.byGroupVersion.set(apiVersion, { at: Date.now(), mappings });
     return mappings;
   }
+}
+
+function discoveryPath(apiVersion: string): string {
+  return apiVersion.includes("/") ? `/apis/${apiVersion}` : `/api/${apiVersion}`;
 }
 
 /** The URL path of a collection or an object. */

@@ -1,119 +1,424 @@
 /**
- * The retry policy of the transport, driven by a local HTTP server that answers with scripted status
- * codes (the policy is pure logic; the real API server's errors are covered by client.int.test.ts).
+ * The transport's policies, driven by a scripted local HTTP server (they are pure logic; the real API
+ * server's answers are covered by client.int.test.ts): retries and their backoff, aborts, the
+ * User-Agent, server warnings, re-authentication after a 401 and token file rotation.
  */
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { createServer } from "node:http";
-import { KubeConfig } from "@kubernetes/client-node";
-import { Transport } from "./transport.ts";
-import { ServerError, TooManyRequestsError } from "./errors.ts";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import {
+  Transport,
+  defaultUserAgent,
+  parseWarnings,
+  retryDelayMs,
+  type TransportOptions,
+} from "./transport.ts";
+import {
+  ConnectionError,
+  RequestAbortedError,
+  ServerError,
+  TooManyRequestsError,
+  UnauthorizedError,
+} from "./errors.ts";
+import { fakeApiServer, status, type Handler, type FakeServer } from "./testdata/fake-apiserver.ts";
+import type { ClusterConfig } from "./config.ts";
 
-async function scripted(
-  codes: number[],
-  retryAfter?: string,
-): Promise<{ url: string; hits: () => number; close: () => Promise<void> }> {
-  let hits = 0;
-  const server = createServer((req, res) => {
-    const code = codes[Math.min(hits, codes.length - 1)] ?? 200;
-    hits++;
-    res.writeHead(code, {
-      "content-type": "application/json",
-      ...(retryAfter && code === 429 ? { "retry-after": retryAfter } : {}),
-    });
-    res.end(
-      JSON.stringify(
-        code === 200
-          ? { ok: true }
-          : {
-              kind: "Status",
-              code,
-              reason: code === 429 ? "TooManyRequests" : "InternalError",
-              message: "scripted",
-            },
-      ),
-    );
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  const port = (server.address() as { port: number }).port;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    hits: () => hits,
-    close: () => new Promise((r) => server.close(() => r())),
-  };
+const OK = { status: 200, body: { ok: true } };
+
+/** A scripted server and a transport to it; both closed after `fn`. */
+async function withServer(
+  handler: Handler,
+  fn: (t: Transport, srv: FakeServer) => Promise<void>,
+  options: TransportOptions = {},
+  config: Partial<ClusterConfig> = {},
+): Promise<void> {
+  const srv = await fakeApiServer(handler);
+  const t = await Transport.create(
+    { server: srv.url, token: "t0ken", ...config },
+    {
+      sleep: async () => undefined,
+      ...options,
+    },
+  );
+  try {
+    await fn(t, srv);
+  } finally {
+    await t.destroy();
+    await srv.close();
+  }
 }
 
-function kubeConfig(server: string): KubeConfig {
-  const kc = new KubeConfig();
-  kc.loadFromOptions({
-    // client-node refuses plain http unless TLS verification is explicitly off.
-    clusters: [{ name: "c", server, skipTLSVerify: true }],
-    users: [{ name: "u", token: "t0ken" }],
-    contexts: [{ name: "x", cluster: "c", user: "u" }],
-    currentContext: "x",
-  });
-  return kc;
+/** Answers the requests with `replies` in order, repeating the last one. */
+function script(...replies: ReturnType<Handler>[]): Handler {
+  return (_req, i) => replies[Math.min(i, replies.length - 1)] ?? OK;
 }
 
 describe("Transport retries", () => {
   it("retries GETs on 429 and 5xx, honouring Retry-After, then succeeds", async () => {
-    const srv = await scripted([429, 503, 200], "2");
     const sleeps: number[] = [];
-    const t = await Transport.create(kubeConfig(srv.url), { sleep: async (ms) => void sleeps.push(ms) });
-    try {
-      assert.deepEqual(await t.request({ method: "GET", path: "/x" }), { ok: true });
-      assert.equal(srv.hits(), 3);
-      assert.deepEqual(sleeps, [2000, 400], "Retry-After 2 s, then the doubling delay of attempt 1");
-    } finally {
-      await t.close();
-      await srv.close();
-    }
+    await withServer(
+      script(
+        { ...status(429, "TooManyRequests"), headers: { "retry-after": "2" } },
+        status(503, "ServiceUnavailable"),
+        OK,
+      ),
+      async (t, srv) => {
+        assert.deepEqual(await t.request({ method: "GET", path: "/x" }), { ok: true });
+        assert.equal(srv.requests.length, 3);
+        assert.deepEqual(
+          sleeps,
+          [2000, 400],
+          "Retry-After 2 s, then the full backoff of attempt 1 (random 1)",
+        );
+      },
+      { sleep: async (ms) => void sleeps.push(ms), random: () => 1 },
+    );
   });
 
   it("gives up after maxRetries with the typed error", async () => {
-    const srv = await scripted([429]);
-    const t = await Transport.create(kubeConfig(srv.url), { maxRetries: 2, sleep: async () => undefined });
+    await withServer(
+      script(status(429, "TooManyRequests")),
+      async (t, srv) => {
+        await assert.rejects(t.request({ method: "GET", path: "/x" }), TooManyRequestsError);
+        assert.equal(srv.requests.length, 3, "the first attempt and two retries");
+      },
+      { maxRetries: 2 },
+    );
+  });
+
+  it("retries every write on 429: the server did not process it", async () => {
+    await withServer(
+      script({ ...status(429, "TooManyRequests"), headers: { "retry-after": "1" } }, OK),
+      async (t, srv) => {
+        assert.deepEqual(await t.request({ method: "POST", path: "/x", body: {} }), { ok: true });
+        assert.equal(srv.requests.length, 2);
+      },
+    );
+  });
+
+  it("does not retry a write that is not idempotent on 5xx", async () => {
+    await withServer(script(status(500, "InternalError"), OK), async (t, srv) => {
+      await assert.rejects(t.request({ method: "POST", path: "/x", body: {} }), (e: unknown) => {
+        assert.ok(e instanceof ServerError);
+        assert.equal(e.ambiguous, false);
+        return true;
+      });
+      assert.equal(srv.requests.length, 1);
+    });
+  });
+
+  it("does not retry a write that is not idempotent after a lost response", async () => {
+    await withServer(script("drop", OK), async (t, srv) => {
+      await assert.rejects(t.request({ method: "POST", path: "/x", body: {} }), (e: unknown) => {
+        assert.ok(e instanceof ConnectionError, String(e));
+        assert.equal(e.beforeSending, false);
+        return true;
+      });
+      assert.equal(srv.requests.length, 1);
+    });
+  });
+
+  it("retries an idempotent write after a 5xx and a lost response, marking later errors ambiguous", async () => {
+    await withServer(
+      script(status(503, "ServiceUnavailable"), "drop", status(409, "AlreadyExists")),
+      async (t, srv) => {
+        await assert.rejects(
+          t.request({ method: "POST", path: "/x", body: {}, idempotent: true }),
+          (e: unknown) => {
+            assert.ok(e instanceof Error && e.name === "AlreadyExistsError", String(e));
+            assert.equal((e as { ambiguous?: boolean }).ambiguous, true);
+            assert.match(e.message, /earlier attempt/);
+            return true;
+          },
+        );
+        assert.equal(srv.requests.length, 3);
+      },
+    );
+  });
+
+  it("does not retry 501 Not Implemented", async () => {
+    await withServer(script(status(501, "NotImplemented"), OK), async (t, srv) => {
+      await assert.rejects(t.request({ method: "GET", path: "/x" }), ServerError);
+      assert.equal(srv.requests.length, 1);
+    });
+  });
+
+  it("retries any request whose connection was refused before sending, once the server is up", async () => {
+    // Reserve a port, release it, and start the server there only during the first retry wait.
+    const probe = createServer();
+    await new Promise<void>((r) => probe.listen(0, "127.0.0.1", r));
+    const port = (probe.address() as { port: number }).port;
+    await new Promise((r) => probe.close(r));
+    let srv: FakeServer | undefined;
+    const t = await Transport.create(
+      { server: `http://127.0.0.1:${port}` },
+      { sleep: async () => void (srv ??= await fakeApiServer(() => OK, { port })) },
+    );
     try {
-      await assert.rejects(t.request({ method: "GET", path: "/x" }), TooManyRequestsError);
-      assert.equal(srv.hits(), 3);
+      // A POST whose name the server picks (generateName) is safe to repeat only because it never left.
+      assert.deepEqual(await t.request({ method: "POST", path: "/x", body: {} }), { ok: true });
+      assert.equal(srv?.requests.length, 1);
     } finally {
-      await t.close();
-      await srv.close();
+      await t.destroy();
+      await srv?.close();
     }
   });
 
-  it("never retries writes (they may not be idempotent)", async () => {
-    const srv = await scripted([500, 200]);
-    const t = await Transport.create(kubeConfig(srv.url), { sleep: async () => undefined });
-    try {
-      await assert.rejects(t.request({ method: "POST", path: "/x", body: {} }), ServerError);
-      assert.equal(srv.hits(), 1);
-    } finally {
-      await t.close();
-      await srv.close();
-    }
+  it("does not retry requests on a closed transport", async () => {
+    let sleeps = 0;
+    await withServer(
+      () => OK,
+      async (t, srv) => {
+        await t.close();
+        await assert.rejects(t.request({ method: "GET", path: "/x" }), /the client is closed/);
+        assert.equal(srv.requests.length, 0);
+        assert.equal(sleeps, 0);
+      },
+      { sleep: async () => void sleeps++ },
+    );
+  });
+
+  it("backs off with equal jitter: a random point in the upper half of the doubling delay", () => {
+    assert.equal(retryDelayMs(0, 2), 2000);
+    assert.equal(retryDelayMs(0, 120), 30_000, "Retry-After is capped at 30 s");
+    assert.deepEqual(
+      [0, 1, 2, 3, 4, 5].map((a) => retryDelayMs(a, undefined, () => 1)),
+      [200, 400, 800, 1600, 3200, 5000],
+    );
+    assert.deepEqual(
+      [0, 1, 2, 3, 4, 5].map((a) => retryDelayMs(a, undefined, () => 0)),
+      [100, 200, 400, 800, 1600, 2500],
+    );
   });
 
   it("spaces requests by the optional client-side rate limit (qps 10, burst 2)", async () => {
-    const srv = await scripted([200]);
     let clock = 0;
     const sleeps: number[] = [];
-    const t = await Transport.create(kubeConfig(srv.url), {
-      qps: 10,
-      burst: 2,
-      now: () => clock,
-      sleep: async (ms) => {
-        sleeps.push(Math.round(ms));
-        clock += ms;
+    await withServer(
+      () => OK,
+      async (t, srv) => {
+        for (let i = 0; i < 5; i++) await t.request({ method: "GET", path: "/x" });
+        assert.equal(srv.requests.length, 5);
+        assert.deepEqual(sleeps, [100, 100, 100], "the burst passes at once; then one request per 100 ms");
       },
-    });
+      {
+        qps: 10,
+        burst: 2,
+        now: () => clock,
+        sleep: async (ms) => {
+          sleeps.push(Math.round(ms));
+          clock += ms;
+        },
+      },
+    );
+  });
+});
+
+describe("Transport aborts", () => {
+  it("aborts a request in flight with RequestAbortedError carrying the signal's reason", async () => {
+    await withServer(
+      () => "hang",
+      async (t, srv) => {
+        const ac = new AbortController();
+        const p = t.request({ method: "GET", path: "/slow", signal: ac.signal });
+        while (srv.requests.length === 0) await new Promise((r) => setTimeout(r, 5));
+        const reason = new Error("reconcile timed out");
+        ac.abort(reason);
+        await assert.rejects(p, (e: unknown) => {
+          assert.ok(e instanceof RequestAbortedError);
+          assert.equal(e.name, "AbortError");
+          assert.equal(e.reason, reason);
+          assert.equal(e.cause, reason);
+          assert.match(e.message, /GET \/slow: aborted: reconcile timed out/);
+          return true;
+        });
+      },
+    );
+  });
+
+  it("aborts a retry wait, even when the injected sleep ignores the signal", async () => {
+    const ac = new AbortController();
+    await withServer(
+      () => status(503, "ServiceUnavailable"),
+      async (t, srv) => {
+        await assert.rejects(
+          t.request({ method: "GET", path: "/x", signal: ac.signal }),
+          RequestAbortedError,
+        );
+        assert.equal(srv.requests.length, 1, "no attempt after the abort");
+      },
+      {
+        sleep: () => {
+          ac.abort("shutting down");
+          return new Promise(() => undefined); // never wakes
+        },
+      },
+    );
+  });
+
+  it("sends nothing for a signal that is already aborted", async () => {
+    await withServer(
+      () => OK,
+      async (t, srv) => {
+        await assert.rejects(
+          t.request({ method: "DELETE", path: "/x", signal: AbortSignal.abort("gone") }),
+          (e: unknown) => e instanceof RequestAbortedError && e.reason === "gone",
+        );
+        assert.equal(srv.requests.length, 0);
+      },
+    );
+  });
+});
+
+describe("Transport headers", () => {
+  it("sends a User-Agent naming opkit, the platform and Node, after the operator's name", async () => {
+    await withServer(
+      () => OK,
+      async (t, srv) => {
+        await t.request({ method: "GET", path: "/x" });
+        const ua = srv.requests[0]?.headers["user-agent"] ?? "";
+        assert.match(ua, /^opkit\/\d+\.\d+\.\d+\S* \(\w+\/\w+\) node\/v\d+/);
+        assert.equal(
+          ua,
+          `opkit/${ua.split(" ")[0]?.split("/")[1] ?? ""} (${process.platform}/${process.arch}) node/${process.version}`,
+        );
+      },
+    );
+    const srv = await fakeApiServer(() => OK);
+    const t = await Transport.create({ server: srv.url }, { userAgent: defaultUserAgent("copy operator") });
     try {
-      for (let i = 0; i < 5; i++) await t.request({ method: "GET", path: "/x" });
-      assert.equal(srv.hits(), 5);
-      assert.deepEqual(sleeps, [100, 100, 100], "the burst passes at once; then one request per 100 ms");
+      await t.request({ method: "GET", path: "/x" });
+      assert.match(
+        srv.requests[0]?.headers["user-agent"] ?? "",
+        /^copy-operator opkit\//,
+        "one product token",
+      );
     } finally {
-      await t.close();
+      await t.destroy();
       await srv.close();
     }
+  });
+
+  it("reports each distinct server warning once", async () => {
+    const seen: string[] = [];
+    const warn = (text: string): { status: number; body: unknown; headers: Record<string, string> } => ({
+      status: 200,
+      body: {},
+      headers: { warning: `299 - "${text.replace(/["\\]/g, "\\$&")}"` },
+    });
+    await withServer(
+      script(warn("v1beta1 is deprecated"), warn("v1beta1 is deprecated"), warn('unknown field "spec.x"')),
+      async (t) => {
+        for (let i = 0; i < 3; i++) await t.request({ method: "GET", path: `/x${i}` });
+        assert.deepEqual(seen, ["v1beta1 is deprecated", 'unknown field "spec.x"']);
+      },
+      { onWarning: (w) => void seen.push(w.text) },
+    );
+  });
+
+  it("parses several warnings in one header, escaped quotes, and malformed values whole", () => {
+    assert.deepEqual(parseWarnings('299 - "a, b", 299 - "say \\"hi\\""'), ["a, b", 'say "hi"']);
+    assert.deepEqual(parseWarnings(['299 - "one"', "just text"]), ["one", "just text"]);
+  });
+
+  it("sends impersonation and bearer headers", async () => {
+    await withServer(
+      () => OK,
+      async (t, srv) => {
+        await t.request({ method: "GET", path: "/x" });
+        const h = srv.requests[0]?.headers ?? {};
+        assert.equal(h.authorization, "Bearer t0ken");
+        assert.equal(h["impersonate-user"], "jane");
+        assert.equal(h["impersonate-group"], "a, b");
+      },
+      {},
+      { impersonate: { user: "jane", groups: ["a", "b"] } },
+    );
+  });
+});
+
+describe("Transport credentials", () => {
+  it("re-reads a token file after a 401 and retries once with the new token", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "opkit-token-"));
+    const tokenFile = join(dir, "token");
+    await writeFile(tokenFile, "old\n");
+    try {
+      await withServer(
+        async (req) => {
+          if (req.headers.authorization === "Bearer new") return OK;
+          await writeFile(tokenFile, "new\n"); // rotated before the reload interval elapsed
+          return status(401, "Unauthorized");
+        },
+        async (t, srv) => {
+          assert.deepEqual(await t.request({ method: "POST", path: "/x", body: {} }), { ok: true });
+          assert.deepEqual(
+            srv.requests.map((r) => r.headers.authorization),
+            ["Bearer old", "Bearer new"],
+          );
+        },
+        {},
+        { token: undefined, tokenFile },
+      );
+    } finally {
+      await rm(dir, { recursive: true });
+    }
+  });
+
+  it("does not retry a 401 that fresh credentials cannot cure", async () => {
+    await withServer(script(status(401, "Unauthorized"), OK), async (t, srv) => {
+      await assert.rejects(t.request({ method: "GET", path: "/x" }), UnauthorizedError);
+      assert.equal(srv.requests.length, 1);
+    });
+  });
+
+  it("re-reads a token file at most every interval (rotated service account tokens)", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "opkit-token-"));
+    const tokenFile = join(dir, "token");
+    await writeFile(tokenFile, "one");
+    let clock = 0;
+    try {
+      await withServer(
+        () => OK,
+        async (t, srv) => {
+          await t.request({ method: "GET", path: "/x" });
+          await writeFile(tokenFile, "two");
+          clock += 59_000;
+          await t.request({ method: "GET", path: "/x" });
+          clock += 1_000;
+          await t.request({ method: "GET", path: "/x" });
+          assert.deepEqual(
+            srv.requests.map((r) => r.headers.authorization),
+            ["Bearer one", "Bearer one", "Bearer two"],
+          );
+        },
+        { now: () => clock, credentialReloadMs: 60_000 },
+        { token: undefined, tokenFile },
+      );
+    } finally {
+      await rm(dir, { recursive: true });
+    }
+  });
+
+  it("delegates an auth-provider (oidc) to @kubernetes/client-node, loaded on first use", async () => {
+    const b64 = (o: object): string => Buffer.from(JSON.stringify(o)).toString("base64url");
+    const idToken = `${b64({ alg: "none" })}.${b64({ exp: Math.floor(Date.now() / 1000) + 3600 })}.sig`;
+    await withServer(
+      () => OK,
+      async (t, srv) => {
+        await t.request({ method: "GET", path: "/x" });
+        assert.equal(srv.requests[0]?.headers.authorization, `Bearer ${idToken}`);
+      },
+      {},
+      {
+        token: undefined,
+        authProvider: {
+          name: "oidc",
+          config: { "id-token": idToken, "idp-issuer-url": "https://issuer.invalid", "client-id": "opkit" },
+        },
+      },
+    );
   });
 });

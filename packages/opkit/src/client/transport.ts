@@ -1,36 +1,60 @@
 /**
- * The HTTP layer: one keep-alive undici Pool per cluster, authentication through
- * @kubernetes/client-node's KubeConfig (client certificates, tokens, exec plugins, OIDC, in-cluster),
- * typed errors, bounded retries of safe requests, and incremental streaming for watches.
+ * The HTTP layer: one keep-alive undici pool per cluster (direct, or through the cluster's proxy or
+ * HTTPS_PROXY), credentials that follow rotation (credentials.ts), a User-Agent, the server's Warning
+ * headers reported once each, typed errors, AbortSignals, bounded retries where a retry cannot do harm,
+ * and incremental streaming for watches.
+ *
+ * Retries (attempts bounded by `maxRetries`, backoff with jitter or the server's Retry-After, waits
+ * through the injectable `sleep` and cut short by the request's signal):
+ * - 429 TooManyRequests: any request; the server did not process it.
+ * - a connection that failed before the request was sent (refused, DNS, connect timeout): any request.
+ * - a 5xx answer, or a connection lost after sending: only requests marked `idempotent` (GETs by
+ *   default; the client marks the writes a repeat cannot harm). A later answer to such a write carries
+ *   `ambiguous: true`, since the lost attempt may have been applied.
+ * - a 401 once, without counting as an attempt, when the credentials could be refreshed (exec plugin,
+ *   rotated token or certificate files).
  */
-import { Pool } from "undici";
+import { readFileSync } from "node:fs";
+import { setTimeout as delay } from "node:timers/promises";
+import { Pool, ProxyAgent } from "undici";
 import type { Dispatcher } from "undici";
-import type { KubeConfig } from "@kubernetes/client-node";
 import type { Readable } from "node:stream";
+import { createLogger, type Logger } from "../logging/index.ts";
+import type { ClusterConfig } from "./config.ts";
+import { Credentials, type CredentialsEvent, type TlsMaterial } from "./credentials.ts";
 import {
   ConnectionError,
-  ServerError,
-  TooManyRequestsError,
+  RequestAbortedError,
   errorFromResponse,
   type KubeApiError,
   type RequestInfo,
 } from "./errors.ts";
+import { proxyFor } from "./proxy.ts";
 
+/** A query parameter's value; undefined and "" are left out. */
 export type QueryValue = string | number | boolean | undefined;
 
+/** One request as the client hands it to the transport. */
 export interface RequestOptions {
   method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
   path: string;
   query?: Record<string, QueryValue>;
   body?: unknown;
   contentType?: string;
+  /** Aborts the request and any retry wait; the call then throws RequestAbortedError. */
   signal?: AbortSignal;
   /** Milliseconds without any bytes from the server before the request fails (default 60 s). */
   idleTimeoutMs?: number;
   /** Accept header (default application/json); used to ask for PartialObjectMetadata. */
   accept?: string;
+  /**
+   * A repeat cannot do harm, so 5xx answers and lost connections are retried too (default: GET only).
+   * 429 and connections that never sent the request are retried for every request.
+   */
+  idempotent?: boolean;
 }
 
+/** One HTTP exchange, for metrics (`onRequest`). */
 export interface RequestEvent {
   method: string;
   path: string;
@@ -40,94 +64,178 @@ export interface RequestEvent {
   durationMs: number;
 }
 
+/** A `Warning` header the API server sent (deprecated APIs, unknown fields, policy warnings). */
+export interface ServerWarning {
+  /** The warning's text, unquoted. */
+  text: string;
+  /** The request that drew it (the first one, since each text is reported once). */
+  request: RequestInfo;
+}
+
+/** How the transport retries, waits, throttles, identifies itself and reports. */
 export interface TransportOptions {
-  /** Retries of GETs answered 429 or 5xx (default 5), honouring Retry-After. */
+  /** Retries after the first attempt (default 5); see the module comment for which requests retry. */
   maxRetries?: number;
   /** Called after each HTTP exchange; the manager maps it to rest_client_requests_total. */
   onRequest?: (event: RequestEvent) => void;
   /** Client-side rate limit in requests per second (off by default, as in controller-runtime ≥ 0.21). */
   qps?: number;
   burst?: number;
-  /** Sleep used for retry delays and the rate limit; injectable for tests. */
-  sleep?: (ms: number) => Promise<void>;
-  /** Monotonic milliseconds for the rate limit (default performance.now); injectable for tests. */
+  /**
+   * Sleep used for retry delays and the rate limit; injectable for tests. The signal, when given, is
+   * the request's: the transport stops waiting when it fires whether or not the sleep honours it.
+   */
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  /** Monotonic milliseconds (default performance.now) for the rate limit and credential reloads. */
   now?: () => number;
+  /** Random numbers in [0, 1) for backoff jitter (default Math.random); injectable for tests. */
+  random?: () => number;
+  /**
+   * The User-Agent. Default: `opkit/<version> (<os>/<arch>) node/<version>`; a KubeClient puts its
+   * field manager (the operator's name) in front.
+   */
+  userAgent?: string;
+  /** Each distinct server warning, once. Default: logged at warn level through `logger`. */
+  onWarning?: (warning: ServerWarning) => void;
+  /** For server warnings and credential reloads (default: a `kube-client` logger from logging/). */
+  logger?: Logger;
+  /** How often certificate, key and token files are checked for rotation (default 60 s). */
+  credentialReloadMs?: number;
 }
 
-const defaultSleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const defaultSleep = (ms: number, signal?: AbortSignal): Promise<void> =>
+  delay(ms, undefined, signal ? { signal } : undefined);
 
+/** A warning is logged at most this long: the text comes from the server, and logs are not a dump. */
+const MAX_WARNING_CHARS = 2000;
+
+/** Distinct warning texts remembered for de-duplication; beyond this the oldest is forgotten. */
+const MAX_REMEMBERED_WARNINGS = 1000;
+
+/** TLS errors that a retry cannot fix (a wrong CA or host name stays wrong). */
+const PERMANENT_TLS_CODES = new Set([
+  "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+  "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+  "SELF_SIGNED_CERT_IN_CHAIN",
+  "DEPTH_ZERO_SELF_SIGNED_CERT",
+  "CERT_HAS_EXPIRED",
+  "CERT_NOT_YET_VALID",
+  "ERR_TLS_CERT_ALTNAME_INVALID",
+  "ERR_SSL_WRONG_VERSION_NUMBER",
+]);
+
+/** Failures that happen before a byte of the request leaves: safe to retry for any method. */
+const NOT_SENT_CODES = new Set([
+  "ECONNREFUSED",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "UND_ERR_CONNECT_TIMEOUT",
+]);
+
+/** HTTP to one cluster: pooling, credentials, retries and typed errors (see the module comment). */
 export class Transport {
   readonly server: string;
-  private readonly kubeConfig: KubeConfig;
-  private pool: Pool;
-  private readonly newPool: () => Pool;
+  /** The proxy requests go through, if any (the cluster's proxy-url or HTTPS_PROXY). */
+  readonly proxy: string | undefined;
+  private readonly origin: string;
   private readonly basePath: string;
   private readonly options: TransportOptions;
   private readonly limiter: TokenBucket | undefined;
+  private readonly credentials: Credentials;
+  private readonly userAgent: string;
+  private readonly warnings = new Set<string>();
+  private logger: Logger | undefined;
+  private dispatcher: Dispatcher | undefined;
+  private generation = 0;
+  /** Pools replaced after a credential rotation, draining their in-flight requests (watches). */
+  private readonly retiring = new Set<Dispatcher>();
+  private closed = false;
 
-  private constructor(
-    kubeConfig: KubeConfig,
-    newPool: () => Pool,
-    server: string,
-    options: TransportOptions,
-  ) {
-    this.kubeConfig = kubeConfig;
-    this.newPool = newPool;
-    this.pool = newPool();
-    this.server = server;
-    this.basePath = new URL(server).pathname.replace(/\/$/, "");
+  private constructor(config: ClusterConfig, options: TransportOptions) {
+    const url = new URL(config.server);
+    this.server = config.server;
+    this.origin = url.origin;
+    this.basePath = url.pathname.replace(/\/$/, "");
+    this.proxy = proxyFor(url, config.proxyUrl);
     this.options = options;
+    this.logger = options.logger;
+    const now = options.now ?? (() => performance.now());
     this.limiter = options.qps
-      ? new TokenBucket(
-          options.qps,
-          options.burst ?? Math.ceil(options.qps),
-          options.now ?? (() => performance.now()),
-        )
+      ? new TokenBucket(options.qps, options.burst ?? Math.ceil(options.qps), now)
       : undefined;
+    this.credentials = new Credentials(config, {
+      now,
+      reloadIntervalMs: options.credentialReloadMs,
+      onEvent: (e) => this.credentialEvent(e),
+    });
+    this.userAgent = options.userAgent ?? defaultUserAgent();
   }
 
-  static async create(kubeConfig: KubeConfig, options: TransportOptions = {}): Promise<Transport> {
-    const cluster = kubeConfig.getCurrentCluster();
-    if (!cluster) throw new Error("kubeconfig has no current cluster: set current-context or pass a context");
-    const tls: {
-      ca?: Buffer;
-      cert?: Buffer;
-      key?: Buffer;
-      rejectUnauthorized?: boolean;
-      servername?: string;
-    } = {};
-    await kubeConfig.applyToHTTPSOptions(tls);
-    const url = new URL(cluster.server);
-    const newPool = (): Pool =>
-      new Pool(url.origin, {
-        connect: {
-          ca: tls.ca,
-          cert: tls.cert,
-          key: tls.key,
-          rejectUnauthorized: tls.rejectUnauthorized ?? true,
-          servername: tls.servername,
-          // TCP keepalive notices a peer that vanished (host down, NAT entry dropped) at the kernel level.
-          keepAlive: true,
-          keepAliveInitialDelay: 30_000,
-        },
-        keepAliveTimeout: 30_000,
-        keepAliveMaxTimeout: 600_000,
-        // Watches hold a connection each for minutes; never time out a body at the pool level:
-        // each request sets its own idle timeout.
-        bodyTimeout: 0,
-        headersTimeout: 60_000,
-      });
-    return new Transport(kubeConfig, newPool, cluster.server, options);
+  /**
+   * A transport for one cluster. Reads the TLS material at once, so an unreadable certificate fails
+   * here rather than at the first request.
+   */
+  static async create(config: ClusterConfig, options: TransportOptions = {}): Promise<Transport> {
+    const t = new Transport(config, options);
+    await t.currentDispatcher();
+    return t;
   }
 
-  /** Headers that authenticate a request; asked each time because tokens (exec, OIDC, in-cluster) rotate. */
-  private async authHeaders(): Promise<Record<string, string>> {
-    const opts: { headers?: Record<string, string | string[] | number> } = { headers: {} };
-    await this.kubeConfig.applyToHTTPSOptions(opts);
-    const out: Record<string, string> = {};
-    for (const [k, v] of Object.entries(opts.headers ?? {}))
-      out[k] = Array.isArray(v) ? v.join(",") : String(v);
-    return out;
+  private log(): Logger {
+    this.logger ??= createLogger({ name: "kube-client" });
+    return this.logger;
+  }
+
+  private credentialEvent(e: CredentialsEvent): void {
+    if (e.kind === "reloaded") this.log().info({ what: e.what }, "rotated credentials picked up");
+    else
+      this.log().warn(
+        { what: e.what, err: e.error?.message },
+        "rotated credentials not usable yet; keeping the previous ones",
+      );
+  }
+
+  /** The pool for new requests; replaced (the old one drains) when the TLS material rotates. */
+  private async currentDispatcher(): Promise<Dispatcher> {
+    const tls = await this.credentials.tls();
+    if (this.dispatcher && tls.generation === this.generation) return this.dispatcher;
+    const old = this.dispatcher;
+    this.dispatcher = this.build(tls);
+    this.generation = tls.generation;
+    if (old) {
+      this.retiring.add(old);
+      void old
+        .close()
+        .catch(() => undefined)
+        .finally(() => this.retiring.delete(old));
+    }
+    return this.dispatcher;
+  }
+
+  private build(tls: TlsMaterial): Dispatcher {
+    const connect = {
+      ca: tls.ca,
+      cert: tls.cert,
+      key: tls.key,
+      rejectUnauthorized: tls.rejectUnauthorized,
+      servername: tls.servername,
+      // TCP keepalive notices a peer that vanished (host down, NAT entry dropped) at the kernel level.
+      keepAlive: true,
+      keepAliveInitialDelay: 30_000,
+    };
+    const pool = {
+      keepAliveTimeout: 30_000,
+      keepAliveMaxTimeout: 600_000,
+      // Watches hold a connection each for minutes; never time out a body at the pool level:
+      // each request sets its own idle timeout.
+      bodyTimeout: 0,
+      headersTimeout: 60_000,
+    };
+    // ProxyAgent keeps one pool per origin behind the proxy; there is one origin, so one pool.
+    if (this.proxy) return new ProxyAgent({ uri: this.proxy, requestTls: connect, ...pool });
+    return new Pool(this.origin, { connect, ...pool });
   }
 
   private buildPath(path: string, query?: Record<string, QueryValue>): string {
@@ -138,83 +246,124 @@ export class Transport {
     return this.basePath + path + (qs ? `?${qs}` : "");
   }
 
-  private async send(opts: RequestOptions): Promise<Dispatcher.ResponseData> {
-    if (this.limiter) await this.limiter.take(this.options.sleep ?? defaultSleep);
-    const headers: Record<string, string> = {
+  /** Wait `ms` through the injectable sleep, stopping early with RequestAbortedError when `signal` fires. */
+  async pause(ms: number, signal: AbortSignal | undefined, info: RequestInfo): Promise<void> {
+    const sleep = this.options.sleep ?? defaultSleep;
+    if (!signal) return sleep(ms);
+    return raceAbort(sleep(ms, signal), signal, info);
+  }
+
+  /** One HTTP exchange; `authState` identifies the credential it carried (for `refresh` after a 401). */
+  private async send(
+    opts: RequestOptions,
+    info: RequestInfo,
+  ): Promise<{ res: Dispatcher.ResponseData; authState: number }> {
+    const signal = opts.signal;
+    if (this.closed) throw new ConnectionError(info, new Error("the client is closed"), true);
+    if (signal?.aborted) throw new RequestAbortedError(info, signal.reason);
+    if (this.limiter) await this.limiter.take((ms) => this.pause(ms, signal, info));
+    const headers: Record<string, string | string[]> = {
       accept: opts.accept ?? "application/json",
-      ...(await this.authHeaders()),
+      "user-agent": this.userAgent,
+      // An exec plugin may take seconds; the caller need not wait for it once its signal fires.
+      ...(await raceAbort(this.credentials.headers(), signal, info)),
     };
+    const authState = this.credentials.authState;
     let body: string | undefined;
     if (opts.body !== undefined) {
       headers["content-type"] = opts.contentType ?? "application/json";
       body = typeof opts.body === "string" ? opts.body : JSON.stringify(opts.body);
     }
-    const info: RequestInfo = { method: opts.method, path: opts.path };
+    const dispatcher = await this.currentDispatcher();
     const watch = opts.query?.watch === true;
     const started = performance.now();
+    const report = (code: number): void =>
+      this.options.onRequest?.({
+        method: opts.method,
+        path: opts.path,
+        watch,
+        code,
+        durationMs: performance.now() - started,
+      });
     try {
-      const res = await this.pool.request({
+      const res = await dispatcher.request({
+        origin: this.origin,
         method: opts.method,
         path: this.buildPath(opts.path, opts.query),
         headers,
         body,
-        signal: opts.signal,
+        signal,
         bodyTimeout: opts.idleTimeoutMs ?? 60_000,
       });
-      this.options.onRequest?.({
-        method: opts.method,
-        path: opts.path,
-        watch,
-        code: res.statusCode,
-        durationMs: performance.now() - started,
-      });
-      return res;
+      report(res.statusCode);
+      this.noteWarnings(res.headers.warning, info);
+      return { res, authState };
     } catch (err) {
-      this.options.onRequest?.({
-        method: opts.method,
-        path: opts.path,
-        watch,
-        code: 0,
-        durationMs: performance.now() - started,
-      });
-      if (opts.signal?.aborted) throw err;
-      if (isTimeout(err)) this.resetConnections();
-      throw new ConnectionError(info, err);
+      report(0);
+      if (signal?.aborted) throw new RequestAbortedError(info, signal.reason);
+      if (isTimeout(err)) this.resetConnections(dispatcher);
+      throw new ConnectionError(info, err, notSent(err));
     }
   }
 
-  /**
-   * Replace the pool after a request or watch went silent past its timeout. The apiserver speaks
-   * HTTP/2, so one connection carries every request: a connection that stopped carrying bytes (a hung
-   * proxy, a dead NAT entry) would otherwise be handed the next request too, and each would wait out
-   * its own timeout. Requests still on the old pool fail and are retried by their callers.
-   */
-  resetConnections(): void {
-    const old = this.pool;
-    this.pool = this.newPool();
-    void old.destroy().catch(() => undefined);
+  /** Reads a whole answer; a connection lost on the way is a ConnectionError (sent), an abort typed. */
+  private async readBody(res: Dispatcher.ResponseData, signal: AbortSignal | undefined, info: RequestInfo) {
+    try {
+      return await res.body.text();
+    } catch (err) {
+      if (signal?.aborted) throw new RequestAbortedError(info, signal.reason);
+      throw new ConnectionError(info, err, false);
+    }
   }
 
-  /** A request whose JSON answer is returned; failures throw typed errors. GETs are retried on 429/5xx. */
+  /** A request whose JSON answer is returned; failures throw typed errors. Retries as the module says. */
   async request<T>(opts: RequestOptions): Promise<T> {
     const info: RequestInfo = { method: opts.method, path: opts.path };
-    const maxRetries = opts.method === "GET" ? (this.options.maxRetries ?? 5) : 0;
-    for (let attempt = 0; ; attempt++) {
-      let res: Dispatcher.ResponseData;
+    const maxRetries = this.options.maxRetries ?? 5;
+    const idempotent = opts.idempotent ?? opts.method === "GET";
+    const random = this.options.random ?? Math.random;
+    let ambiguous = false;
+    let reauthenticated = false;
+    for (let attempt = 0; ;) {
+      let code: number;
+      let text: string;
+      let retryAfterSeconds: number | undefined;
+      let authState: number;
       try {
-        res = await this.send(opts);
+        const sent = await this.send(opts, info);
+        const res = sent.res;
+        authState = sent.authState;
+        code = res.statusCode;
+        retryAfterSeconds = retryAfter(res.headers);
+        text = await this.readBody(res, opts.signal, info);
       } catch (err) {
-        if (err instanceof ConnectionError && attempt < maxRetries) {
-          await (this.options.sleep ?? defaultSleep)(retryDelayMs(attempt, undefined));
-          continue;
+        if (
+          !(err instanceof ConnectionError) ||
+          this.closed ||
+          attempt >= maxRetries ||
+          !retriable(err, idempotent)
+        ) {
+          throw err;
         }
-        throw err;
+        if (!err.beforeSending && opts.method !== "GET") ambiguous = true;
+        await this.pause(retryDelayMs(attempt, undefined, random), opts.signal, info);
+        attempt++;
+        continue;
       }
-      const text = await res.body.text();
-      if (res.statusCode >= 200 && res.statusCode < 300) return (text ? JSON.parse(text) : undefined) as T;
-      const error = errorFromResponse(res.statusCode, parseJson(text), info);
-      if (attempt < maxRetries && isRetryable(error)) {
-        await (this.options.sleep ?? defaultSleep)(retryDelayMs(attempt, retryAfter(res.headers)));
+      if (code >= 200 && code < 300) return (text ? JSON.parse(text) : undefined) as T;
+      if (code === 401 && !reauthenticated && (await this.credentials.refresh(authState))) {
+        reauthenticated = true;
+        continue;
+      }
+      const error = errorFromResponse(code, parseJson(text), info, { ambiguous });
+      if (attempt < maxRetries && shouldRetry(error, idempotent)) {
+        if (code >= 500 && opts.method !== "GET") ambiguous = true;
+        await this.pause(
+          retryDelayMs(attempt, retryAfterSeconds ?? error.status.details?.retryAfterSeconds, random),
+          opts.signal,
+          info,
+        );
+        attempt++;
         continue;
       }
       throw error;
@@ -222,31 +371,118 @@ export class Transport {
   }
 
   /**
-   * A streaming request (watch): resolves once headers arrive with the body as a stream;
-   * non-2xx answers throw typed errors.
+   * A streaming request (watch): resolves once headers arrive with the body as a stream; non-2xx
+   * answers throw typed errors. Not retried (the reflector owns reconnects), except once after a 401
+   * the credentials could cure.
    */
   async stream(opts: RequestOptions): Promise<Readable> {
-    const res = await this.send(opts);
-    if (res.statusCode >= 200 && res.statusCode < 300) {
-      const pool = this.pool;
-      // A watch that stays silent past its idle timeout is on a dead connection: stop reusing it.
-      res.body.once("error", (err) => {
-        if (isTimeout(err) && this.pool === pool) this.resetConnections();
-      });
-      return res.body;
+    const info: RequestInfo = { method: opts.method, path: opts.path };
+    for (let reauthenticated = false; ; reauthenticated = true) {
+      const { res, authState } = await this.send(opts, info);
+      if (res.statusCode >= 200 && res.statusCode < 300) {
+        const dispatcher = this.dispatcher;
+        // A watch silent past its idle timeout is on a dead connection: stop reusing it.
+        res.body.once("error", (err) => {
+          if (isTimeout(err) && dispatcher) this.resetConnections(dispatcher);
+        });
+        return res.body;
+      }
+      const text = await this.readBody(res, opts.signal, info);
+      if (res.statusCode === 401 && !reauthenticated && (await this.credentials.refresh(authState))) continue;
+      throw errorFromResponse(res.statusCode, parseJson(text), info);
     }
-    const text = await res.body.text();
-    throw errorFromResponse(res.statusCode, parseJson(text), { method: opts.method, path: opts.path });
   }
 
+  private noteWarnings(header: string | string[] | undefined, request: RequestInfo): void {
+    if (!header) return;
+    for (const text of parseWarnings(header)) {
+      if (this.warnings.has(text)) continue;
+      if (this.warnings.size >= MAX_REMEMBERED_WARNINGS) {
+        const oldest = this.warnings.values().next().value;
+        if (oldest !== undefined) this.warnings.delete(oldest);
+      }
+      this.warnings.add(text);
+      if (this.options.onWarning) this.options.onWarning({ text, request });
+      else
+        this.log().warn({ warning: text, method: request.method, path: request.path }, "API server warning");
+    }
+  }
+
+  /** Ends idle connections and waits for in-flight requests (open watches included). */
   async close(): Promise<void> {
-    await this.pool.close();
+    if (this.closed) return;
+    this.closed = true;
+    await Promise.all([this.dispatcher?.close(), ...[...this.retiring].map((d) => d.close())]);
   }
 
-  /** Ends every connection now, including open watches (used on shutdown and in fault tests). */
-  async destroy(): Promise<void> {
-    await this.pool.destroy();
+  /**
+   * Replace the pool after a request or watch on it went silent past its timeout. The API server speaks
+   * HTTP/2, so one connection carries every request: a connection that stopped carrying bytes (a hung
+   * proxy, a dead NAT entry) would otherwise be handed the next request too, and each would wait out
+   * its own timeout. Requests still on the old pool fail, and their callers retry on the new one.
+   */
+  resetConnections(dead: Dispatcher): void {
+    if (this.dispatcher !== dead) return; // already replaced
+    this.dispatcher = undefined;
+    void dead.destroy().catch(() => undefined);
   }
+
+  /**
+   * Ends every connection now, including open watches (used on shutdown and in fault tests). The
+   * transport stays usable: the next request opens new connections.
+   */
+  async destroy(): Promise<void> {
+    const all = [this.dispatcher, ...this.retiring].filter((d): d is Dispatcher => d !== undefined);
+    this.dispatcher = undefined;
+    this.retiring.clear();
+    await Promise.all(all.map((d): Promise<void> => d.destroy()));
+  }
+}
+
+/** undici's "no bytes for too long" errors: the connection may be dead, not just the request slow. */
+function isTimeout(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_BODY_TIMEOUT";
+}
+
+/** Settle with `p`, or reject with RequestAbortedError as soon as `signal` fires. */
+export function raceAbort<T>(p: Promise<T>, signal: AbortSignal | undefined, info: RequestInfo): Promise<T> {
+  if (!signal) return p;
+  if (signal.aborted) {
+    p.catch(() => undefined);
+    return Promise.reject(new RequestAbortedError(info, signal.reason));
+  }
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(new RequestAbortedError(info, signal.reason));
+    signal.addEventListener("abort", onAbort, { once: true });
+    p.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}
+
+function retriable(err: ConnectionError, idempotent: boolean): boolean {
+  const code = errorCode(err.cause);
+  if (code && PERMANENT_TLS_CODES.has(code)) return false;
+  return err.beforeSending || idempotent;
+}
+
+function shouldRetry(err: KubeApiError, idempotent: boolean): boolean {
+  if (err.code === 429) return true;
+  // 501 Not Implemented will not start working on the next attempt.
+  return idempotent && err.code >= 500 && err.code !== 501;
+}
+
+function errorCode(err: unknown): string | undefined {
+  for (let e = err, depth = 0; e && depth < 4; depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "string") return code;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+function notSent(err: unknown): boolean {
+  const code = errorCode(err);
+  return code !== undefined && NOT_SENT_CODES.has(code);
 }
 
 function parseJson(text: string): unknown {
@@ -257,26 +493,66 @@ function parseJson(text: string): unknown {
   }
 }
 
-/** undici's "no bytes for too long" errors: the connection may be dead, not just the request slow. */
-function isTimeout(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  return code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_BODY_TIMEOUT";
-}
-
-function isRetryable(err: KubeApiError): boolean {
-  return err instanceof TooManyRequestsError || err instanceof ServerError;
-}
-
 function retryAfter(headers: Dispatcher.ResponseData["headers"]): number | undefined {
   const v = headers["retry-after"];
-  const n = Number(Array.isArray(v) ? v[0] : v);
+  const raw = Array.isArray(v) ? v[0] : v;
+  if (raw === undefined || raw.trim() === "") return undefined;
+  const n = Number(raw);
   return Number.isFinite(n) && n >= 0 ? n : undefined;
 }
 
-/** Retry-After when the server says so (capped at 30 s), otherwise 200 ms doubling per attempt. */
-export function retryDelayMs(attempt: number, retryAfterSeconds: number | undefined): number {
+/**
+ * The wait before retry `attempt` (0-based): the server's Retry-After when it gave one (capped at
+ * 30 s), otherwise 200 ms doubling per attempt up to 5 s, with "equal jitter" (a random point in the
+ * upper half) so that clients failing together do not retry together.
+ */
+export function retryDelayMs(
+  attempt: number,
+  retryAfterSeconds: number | undefined,
+  random: () => number = Math.random,
+): number {
   if (retryAfterSeconds !== undefined) return Math.min(retryAfterSeconds * 1000, 30_000);
-  return Math.min(200 * 2 ** attempt, 5_000);
+  const ceiling = Math.min(200 * 2 ** attempt, 5_000);
+  return ceiling / 2 + (ceiling / 2) * random();
+}
+
+/**
+ * The texts of `Warning` headers (`299 - "text"`, several per header allowed); a value that does not
+ * follow the format is taken whole.
+ */
+export function parseWarnings(header: string | string[]): string[] {
+  const out: string[] = [];
+  for (const value of Array.isArray(header) ? header : [header]) {
+    const re = /\s*(\d{3})\s+(\S+)\s+"((?:[^"\\]|\\.)*)"(?:\s+"[^"]*")?\s*(?:,|$)/gy;
+    let m: RegExpExecArray | null;
+    let end = 0;
+    while ((m = re.exec(value)) !== null && m[0] !== "") {
+      out.push((m[3] ?? "").replace(/\\(.)/g, "$1").slice(0, MAX_WARNING_CHARS));
+      end = re.lastIndex;
+    }
+    if (end < value.trim().length && end === 0) out.push(value.trim().slice(0, MAX_WARNING_CHARS));
+  }
+  return out;
+}
+
+let opkitVersion: string | undefined;
+
+/** `<product> opkit/<version> (<os>/<arch>) node/<version>`; the product (operator name) when known. */
+export function defaultUserAgent(product?: string): string {
+  if (opkitVersion === undefined) {
+    try {
+      const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as {
+        version?: string;
+      };
+      opkitVersion = pkg.version ?? "unknown";
+    } catch {
+      opkitVersion = "unknown";
+    }
+  }
+  const base = `opkit/${opkitVersion} (${process.platform}/${process.arch}) node/${process.version}`;
+  // Header values cannot carry control characters; a product with spaces would read as two tokens.
+  const clean = product?.replace(/[^\x21-\x7e]/g, "-");
+  return clean && clean !== "opkit" ? `${clean} ${base}` : base;
 }
 
 /** A plain token bucket for the optional client-side rate limit. */

@@ -271,7 +271,7 @@ describe("controllers against opkit env", () => {
     const ns = await env.namespace("ready");
     const { proxy, kubeConfig } = await env.apiserverProxy();
     proxy.partition();
-    const client = await KubeClient.fromKubeConfig(kubeConfig);
+    const client = await KubeClient.fromConfig(kubeConfig);
     // The REST mapping needs discovery: resolve it before the partition matters.
     proxy.heal();
     await client.mapping(ConfigMaps);

@@ -241,6 +241,7 @@ export class Controller<T extends KubeObject = KubeObject> {
     const abort = new AbortController();
     this.inflight.add(abort);
     const ms = this.options.reconcileTimeoutMs;
+    const fieldManager = deps.fieldManager ?? deps.client.fieldManager;
     let timer: TimerHandle | undefined;
     if (ms)
       timer = this.clock.setTimeout(() => abort.abort(new ReconcileTimeoutError(this.name, key, ms)), ms);
@@ -251,10 +252,12 @@ export class Controller<T extends KubeObject = KubeObject> {
         log,
         reconcileID,
         signal: abort.signal,
-        client: deps.client,
+        // Every call through ctx.client carries this reconcile's signal and the operator's field
+        // manager: a timeout or a lost Lease aborts its requests, and helpers write as the operator.
+        client: deps.client.withDefaults({ signal: abort.signal, fieldManager }),
         cache: deps.cache,
         recorder: this.recorder as EventRecorder,
-        fieldManager: deps.fieldManager ?? deps.client.fieldManager,
+        fieldManager,
       });
       outcome = timedOut(abort.signal)
         ? this.applyError(key, abort.signal.reason, queue, log)

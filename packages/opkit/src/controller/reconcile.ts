@@ -55,6 +55,10 @@ export interface ReconcileContext {
   signal: AbortSignal;
   /** The operator's field manager (the Manager's name), the default of the helpers' writes. */
   fieldManager: string;
+  /**
+   * The client for this reconcile: every call carries `signal` and writes as `fieldManager` by default
+   * (a view sharing the operator's connections).
+   */
   client: KubeClient;
   cache: Cache;
   recorder: EventRecorder;

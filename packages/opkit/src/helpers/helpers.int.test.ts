@@ -220,7 +220,8 @@ describe("helpers against opkit env", () => {
 
   it("updateStatusIfChanged writes once, then not again for the same status", async (t) => {
     let writes = 0;
-    const counting = await KubeClient.fromKubeconfig(env.kubeconfigPath, {
+    const counting = await KubeClient.load({
+      kubeconfig: env.kubeconfigPath,
       onRequest: (e) => {
         if (e.method === "PATCH" && e.path.endsWith("/status")) writes++;
       },

@@ -149,7 +149,7 @@ describe("leader election (real API server)", { timeout: 120_000 }, () => {
 
   it("a leader cut off from the API server loses leadership within the renew deadline", async (t) => {
     const { proxy, kubeConfig } = await env.apiserverProxy();
-    const client = await KubeClient.fromKubeConfig(kubeConfig, { maxRetries: 0 });
+    const client = await KubeClient.fromConfig(kubeConfig, { maxRetries: 0 });
     const a = candidate(client, ns, "partition", "a");
     t.after(async () => {
       await a.elector.stop();

@@ -166,8 +166,11 @@ export class Manager {
     if (!client) {
       // The client exists before the manager's metrics do; the hook is filled in right after.
       const hook: { onRequest?: ClientOptions["onRequest"] } = {};
-      client = await KubeClient.fromKubeconfig(opts.kubeconfig, {
+      client = await KubeClient.load({
+        kubeconfig: opts.kubeconfig,
         fieldManager: opts.name,
+        // Server warnings and credential rotations go to the operator's log, not a logger of their own.
+        logger: opts.logger?.child({ logger: "kube-client" }),
         ...opts.clientOptions,
         onRequest: (e) => {
           hook.onRequest?.(e);

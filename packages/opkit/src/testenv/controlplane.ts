@@ -315,7 +315,7 @@ export class ControlPlane {
   /** A client for this env as the admin user. */
   async client(options: { fieldManager?: string } = {}): Promise<KubeClient> {
     await this.#files.require();
-    return KubeClient.fromKubeconfig(this.kubeconfigPath, options);
+    return KubeClient.load({ ...options, kubeconfig: this.kubeconfigPath });
   }
 
   /** The log file of a component (it exists once the component started). */
@@ -326,7 +326,7 @@ export class ControlPlane {
   // ---- internals -------------------------------------------------------------------------------
 
   async #withClient<T>(fn: (client: KubeClient) => Promise<T>): Promise<T> {
-    const client = await KubeClient.fromKubeconfig(this.kubeconfigPath, { fieldManager: "opkit-env" });
+    const client = await KubeClient.load({ kubeconfig: this.kubeconfigPath, fieldManager: "opkit-env" });
     try {
       return await fn(client);
     } finally {

@@ -26,7 +26,8 @@ if (!values.kubeconfig || !values["volumes-dir"] || !Number.isInteger(port) || p
 }
 
 const log = createLogger({ name: "local-provisioner" });
-const client = await KubeClient.fromKubeconfig(values.kubeconfig, {
+const client = await KubeClient.load({
+  kubeconfig: values.kubeconfig,
   fieldManager: "opkit-local-provisioner",
 });
 const provisioner = new LocalProvisioner({ client, volumesDir: values["volumes-dir"], log });

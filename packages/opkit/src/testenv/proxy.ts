@@ -4,7 +4,7 @@
  * untouched; the apiserver's certificate is valid for 127.0.0.1 on any port.
  */
 import { createConnection, createServer, type Server, type Socket } from "node:net";
-import { KubeConfig } from "@kubernetes/client-node";
+import { loadClusterConfig, type ClusterConfig } from "../client/config.ts";
 
 export interface TcpProxy {
   readonly port: number;
@@ -88,20 +88,8 @@ export async function startTcpProxy(targetPort: number, targetHost = "127.0.0.1"
   };
 }
 
-/** A kubeconfig like the one at `path`, but whose current cluster is reached through `port` on 127.0.0.1. */
-export function kubeConfigVia(path: string, port: number): KubeConfig {
-  const kc = new KubeConfig();
-  kc.loadFromFile(path);
-  const current = kc.getCurrentCluster();
-  if (!current) throw new Error(`${path} has no current cluster`);
-  const proxied = new KubeConfig();
-  proxied.loadFromOptions({
-    clusters: kc.clusters.map((c) =>
-      c.name === current.name ? { ...c, server: `https://127.0.0.1:${port}` } : c,
-    ),
-    users: kc.users,
-    contexts: kc.contexts,
-    currentContext: kc.currentContext,
-  });
-  return proxied;
+/** The configuration of the kubeconfig at `path`, but with its cluster reached through `port` on 127.0.0.1. */
+export async function kubeConfigVia(path: string, port: number): Promise<ClusterConfig> {
+  const config = await loadClusterConfig({ kubeconfig: path });
+  return { ...config, server: `https://127.0.0.1:${port}` };
 }

@@ -20,7 +20,7 @@ import type { NodeSpec } from "./nodes.ts";
 import { isRunning } from "./processes.ts";
 import { kubeConfigVia, startTcpProxy, type TcpProxy } from "./proxy.ts";
 import type { EnvOptions } from "./settings.ts";
-import type { KubeConfig } from "@kubernetes/client-node";
+import type { ClusterConfig } from "../client/config.ts";
 
 export const TEST_ENV_VARIABLE = "OPKIT_TEST_ENV";
 
@@ -54,7 +54,7 @@ export interface TestEnv {
    * A TCP proxy in front of kube-apiserver and a kubeconfig that goes through it, for dropped-connection
    * and partition faults that touch only the clients built from that kubeconfig.
    */
-  apiserverProxy(): Promise<{ proxy: TcpProxy; kubeConfig: KubeConfig }>;
+  apiserverProxy(): Promise<{ proxy: TcpProxy; kubeConfig: ClusterConfig }>;
   compact(opts?: { restartApiserver?: boolean }): Promise<{ revision: number }>;
   /** Delete this process's namespaces and nodes; stops the env too when this process owns it. */
   cleanup(): Promise<void>;
@@ -105,7 +105,7 @@ async function openTestEnv(opts: EnvOptions): Promise<TestEnv> {
     });
     owned = true;
   }
-  const client = await KubeClient.fromKubeconfig(cp.kubeconfigPath, { fieldManager: "opkit-test" });
+  const client = await KubeClient.load({ kubeconfig: cp.kubeconfigPath, fieldManager: "opkit-test" });
   const namespaces: string[] = [];
   const nodes: string[] = [];
   const env: TestEnv = {
@@ -149,7 +149,7 @@ async function openTestEnv(opts: EnvOptions): Promise<TestEnv> {
       const port = (await cp.state())?.ports["kube-apiserver"];
       if (!port) throw new Error(`env ${cp.name} has no kube-apiserver port recorded`);
       const proxy = await startTcpProxy(port);
-      return { proxy, kubeConfig: kubeConfigVia(cp.kubeconfigPath, proxy.port) };
+      return { proxy, kubeConfig: await kubeConfigVia(cp.kubeconfigPath, proxy.port) };
     },
     compact: (o) => cp.compact(o),
     async cleanup() {
