@@ -37,7 +37,7 @@ $(NODE_DIR)/bin/node:
 node: $(NODE_DEP)
 	@echo "node $$(node --version) at $$(command -v node)"
 
-node_modules/.stamp: package-lock.json package.json packages/opkit/package.json packages/cli/package.json | $(NODE_DEP)
+node_modules/.stamp: package-lock.json package.json packages/opkit/package.json packages/cli/package.json $(wildcard operators/*/package.json) | $(NODE_DEP)
 	npm ci --no-audit --no-fund
 	@touch $@
 
@@ -51,6 +51,7 @@ typecheck: build
 lint: build
 	npx eslint .
 	npx prettier --check .
+	npx tsc -p operators
 	@$(MAKE) --no-print-directory api-report
 
 # The public API (packages/opkit/etc/*.api.md) is checked in: a change to the exported surface fails
@@ -72,8 +73,9 @@ format: deps
 env-build: build
 	$(OPKIT) env build
 
-UNIT_TESTS = $(shell find packages -path '*/node_modules' -prune -o -name '*.test.ts' ! -name '*.int.test.ts' -print)
-INT_TESTS  = $(shell find packages -path '*/node_modules' -prune -o -name '*.int.test.ts' -print)
+# packages/ and the example operators (operators/<name>/test), each operator's tests as its `npm test` runs them.
+UNIT_TESTS = $(shell find packages operators -path '*/node_modules' -prune -o -name '*.test.ts' ! -name '*.int.test.ts' -print)
+INT_TESTS  = $(shell find packages operators -path '*/node_modules' -prune -o -name '*.int.test.ts' -print)
 GLOBAL_SETUP := --test-global-setup=packages/opkit/src/testenv/global-setup.ts
 
 # Unit tests only: pure logic with fakes and an injected clock, no control plane.
@@ -89,6 +91,7 @@ test: build lint env-build
 
 demo: env-build
 	node --conditions=opkit-source scripts/demo.ts
+	node --conditions=opkit-source operators/demo.ts
 
 # Regenerate the built-in API schemas and types from the OpenAPI of the kube-apiserver `opkit env` runs
 # (a running env named by OPKIT_TEST_ENV, else a private one started and stopped for it).

@@ -71,7 +71,7 @@ function anchorsAndAliases(text: string): string[] {
 }
 
 type MemcachedObject = KubeObject & { status?: { conditions?: { type: string; status: string }[] } };
-const Memcacheds = kindRef<MemcachedObject>("cache.example.com/v1alpha1", "Memcached");
+const Memcacheds = kindRef<MemcachedObject>("cache.scaffold.opkit.dev/v1alpha1", "Memcached");
 
 function collect(child: ChildProcess): { text: () => string; exited: Promise<number | null> } {
   let out = "";
@@ -94,14 +94,17 @@ describe("a new operator project, as a new user makes it", () => {
   });
   after(async () => {
     await env?.client
-      .delete(kindRef("apiextensions.k8s.io/v1", "CustomResourceDefinition"), "memcacheds.cache.example.com")
+      .delete(
+        kindRef("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
+        "memcacheds.cache.scaffold.opkit.dev",
+      )
       .catch(() => undefined);
     await env?.cleanup();
     await Promise.all(scratch.map((d) => rm(d, { recursive: true, force: true })));
   });
 
   it("init vendors the packed opkit; create api; generate is idempotent and writes plain YAML", () => {
-    const init = opkit(["init", "memcached-operator", "--domain", "example.com"], work);
+    const init = opkit(["init", "memcached-operator", "--domain", "scaffold.opkit.dev"], work);
     assert.equal(init.code, 0, init.stderr);
     // opkit is not in the registry: the packed packages are vendored (and init says so).
     assert.match(init.stderr, /vendored opkit-[\d.]+\.tgz and opkit-cli-[\d.]+\.tgz into vendor\//);
@@ -123,10 +126,10 @@ describe("a new operator project, as a new user makes it", () => {
 
     const gen = opkit(["generate"], project);
     assert.equal(gen.code, 0, gen.stderr);
-    assert.match(gen.stdout, /wrote config\/crds\/memcacheds.cache.example.com.yaml/);
+    assert.match(gen.stdout, /wrote config\/crds\/memcacheds.cache.scaffold.opkit.dev.yaml/);
     assert.equal(opkit(["generate"], project).stdout.trim(), "up to date: nothing changed");
     const crd = parse(
-      readFileSync(join(project, "config/crds/memcacheds.cache.example.com.yaml"), "utf8"),
+      readFileSync(join(project, "config/crds/memcacheds.cache.scaffold.opkit.dev.yaml"), "utf8"),
     ) as {
       spec: {
         versions: {
@@ -176,7 +179,10 @@ describe("a new operator project, as a new user makes it", () => {
       ["--no-install", "opkit", "generate", "crd", "src/api/v1alpha1/memcached.ts"],
       project,
     );
-    const generated = readFileSync(join(project, "config/crds/memcacheds.cache.example.com.yaml"), "utf8");
+    const generated = readFileSync(
+      join(project, "config/crds/memcacheds.cache.scaffold.opkit.dev.yaml"),
+      "utf8",
+    );
     assert.deepEqual(
       parseAllDocuments(out).map((d) => d.toJS() as unknown),
       [parse(generated) as unknown],
@@ -260,7 +266,7 @@ describe("a new operator project, as a new user makes it", () => {
     await mkdir(tmp);
     await chmod(tmp, 0o1777);
     const crd = parse(
-      readFileSync(join(elsewhere, "config/crds/memcacheds.cache.example.com.yaml"), "utf8"),
+      readFileSync(join(elsewhere, "config/crds/memcacheds.cache.scaffold.opkit.dev.yaml"), "utf8"),
     ) as KubeObject;
     await env.installCrds([crd]);
     const ns = await env.namespace("image");
@@ -279,7 +285,7 @@ describe("a new operator project, as a new user makes it", () => {
     const out = collect(child);
     await eventually("the image's operator started", () => out.text().includes("caches synced"), 60_000);
     await env.client.create({
-      apiVersion: "cache.example.com/v1alpha1",
+      apiVersion: "cache.scaffold.opkit.dev/v1alpha1",
       kind: "Memcached",
       metadata: { name: "from-image", namespace: ns },
       spec: { size: 1 },
@@ -374,7 +380,10 @@ describe("a new operator project, as a new user makes it", () => {
     assert.match(badKind.stderr, /"thing" is not a valid kind: use UpperCamelCase/);
     const badDomain = opkit(["init", "x", "--domain", "Example_COM"], work);
     assert.match(badDomain.stderr, /"Example_COM" is not a DNS domain/);
-    const notEmpty = opkit(["init", "memcached-operator", "--domain", "example.com", "--no-install"], work);
+    const notEmpty = opkit(
+      ["init", "memcached-operator", "--domain", "scaffold.opkit.dev", "--no-install"],
+      work,
+    );
     assert.notEqual(notEmpty.code, 0);
     assert.match(notEmpty.stderr, /is not empty: opkit init needs a new or empty directory/);
     const outside = opkit(["create", "api", "--group", "a", "--version", "v1", "--kind", "A"], work);

@@ -67,7 +67,7 @@ async function webhookInput(op: OperatorDefinition, namespace: string, opts: Gen
     target: { service: webhookServiceRef(op.name, namespace) },
   });
   const certificates =
-    opts.webhookCerts === "cert-manager"
+    (opts.webhookCerts ?? op.webhookCertificates ?? "opkit") === "cert-manager"
       ? ("cert-manager" as const)
       : await ensureServingCertificate(join(resolve(opts.dir ?? "."), ".opkit", "webhook-certs"), {
           hosts: webhookDnsNames(op.name, namespace),
@@ -180,9 +180,8 @@ export function generateCommands(): Command[] {
     .option("--image <image>", "image for the Deployment (default: the operator's image or <name>:latest)")
     .option(
       "--webhook-certs <mode>",
-      "webhook serving certificate: opkit (a generated Secret) or cert-manager",
+      "webhook serving certificate: opkit (a generated Secret) or cert-manager (default: the operator's webhookCertificates, else opkit)",
       checkWebhookCerts,
-      "opkit",
     )
     .action(async (dir: string, o: { image?: string; webhookCerts: WebhookCertsMode }) => {
       const written = await generateProject(dir, o);
@@ -200,9 +199,8 @@ export function generateCommands(): Command[] {
     .option("--dry-run", "validate every object with a server-side dry run; change nothing")
     .option(
       "--webhook-certs <mode>",
-      "webhook serving certificate: opkit (a generated Secret) or cert-manager",
+      "webhook serving certificate: opkit (a generated Secret) or cert-manager (default: the operator's webhookCertificates, else opkit)",
       checkWebhookCerts,
-      "opkit",
     )
     .action(
       async (
@@ -231,7 +229,6 @@ export function generateCommands(): Command[] {
       "--webhook-certs <mode>",
       "how the project was deployed: opkit or cert-manager",
       checkWebhookCerts,
-      "opkit",
     )
     .action(async (dir: string, o: { kubeconfig?: string; webhookCerts: WebhookCertsMode }) => {
       const objects = await projectObjects(await loadOperator(dir), { ...o, dir });

@@ -316,6 +316,8 @@ describe("informer cache against opkit env", () => {
     assert.ok(err instanceof CacheNotSyncedError, `a typed error, got ${String(err)}`);
     await err.whenSynced();
     assert.equal(cache.get(ConfigMaps, "exists", { namespace: ns })?.metadata.name, "exists");
+    // whenSynced names the informer that refused (this namespace's); the other one may still be listing.
+    await cache.waitForSync(30_000);
     // Two namespaces cached as one: lists join them, a namespace outside them is an error naming them.
     assert.ok(cache.list(ConfigMaps).some((c) => c.metadata.namespace === ns));
     assert.ok(

@@ -50,6 +50,13 @@ export interface OperatorDefinition {
    * and `opkit generate` derives the webhook configurations, CRD conversion and Service from them.
    */
   webhooks?: readonly WebhookHandler[];
+  /**
+   * How generated manifests give the webhook server its certificate: "opkit" (a Secret with a CA and a
+   * certificate generated next to the project, in `.opkit/`, not to be committed) or "cert-manager"
+   * (an Issuer and a Certificate; the CA bundle is injected). Default "opkit"; `opkit generate
+   * --webhook-certs` overrides it.
+   */
+  webhookCertificates?: "opkit" | "cert-manager";
 }
 
 /** A wrong operator definition (bad name, flag clashing with a built-in). */

@@ -47,3 +47,9 @@ export { useTestEnv, startOwnedEnv, TEST_ENV_VARIABLE, TEST_ENV_OPTIONS, type Te
 export { kubeConfigVia, startTcpProxy, type TcpProxy } from "./proxy.ts";
 export { eventually, sleep, WaitTimeoutError } from "./eventually.ts";
 export { ensureHelm, helmLint, helmTemplate, helmPath, HelmError, HELM_VERSION } from "./helm.ts";
+export {
+  startOperatorProcess,
+  type OperatorProcess,
+  type OperatorProcessOptions,
+} from "./operatorprocess.ts";
+export { impersonateServiceAccount, readManifests, type ServiceAccountSession } from "./serviceaccount.ts";
