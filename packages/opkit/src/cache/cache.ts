@@ -90,6 +90,20 @@ export class NamespaceNotCachedError extends Error {
   }
 }
 
+/** A read of a namespaced kind by name without a namespace: the name alone does not identify an object. */
+export class NamespaceRequiredError extends Error {
+  readonly kind: string;
+  readonly objectName: string;
+  constructor(kind: string, name: string) {
+    super(
+      `${kind} is namespaced: cache.get of "${name}" needs { namespace } (use cache.list to read across namespaces)`,
+    );
+    this.name = "NamespaceRequiredError";
+    this.kind = kind;
+    this.objectName = name;
+  }
+}
+
 function kindKey(kind: Pick<KindRef, "apiVersion" | "kind">): string {
   return `${kind.apiVersion}/${kind.kind}`;
 }
@@ -222,13 +236,19 @@ export class Cache {
   /**
    * The cached object, or undefined when it does not exist. Throws CacheNotSyncedError while the
    * kind's cache is still filling (the first read of a kind starts its informer), and
-   * NamespaceNotCachedError for a namespace outside the kind's scope.
+   * NamespaceNotCachedError for a namespace outside the kind's scope, NamespaceRequiredError for a
+   * namespaced kind read without a namespace. A cluster-scoped kind ignores `namespace`.
    */
   get<T extends KubeObject>(
     kind: KindRef<T>,
     name: string,
     opts: { namespace?: string } = {},
   ): DeepReadonly<T> | undefined {
+    // As controller-runtime's reader: a cluster-scoped kind ignores a namespace; a namespaced kind needs one.
+    const scope = kindScope(kind);
+    if (scope === "Cluster") return this.informer(kind).get(undefined, name);
+    if (scope === "Namespaced" && opts.namespace === undefined)
+      throw new NamespaceRequiredError(kindName(kind), name);
     this.checkScope(kind, opts.namespace);
     return this.informer(kind).get(opts.namespace, name);
   }

@@ -10,6 +10,7 @@ export {
   Cache,
   CacheConfigError,
   NamespaceNotCachedError,
+  NamespaceRequiredError,
   DEFAULT_RESYNC_PERIOD_MS,
   cacheKind,
   type CacheOptions,

@@ -11,7 +11,7 @@ import { KubeClient } from "../client/client.ts";
 import { kindRef, objectKey, type KubeObject } from "../client/types.ts";
 import { setControllerReference } from "../helpers/ownerrefs.ts";
 import { useTestEnv, type TestEnv } from "../testenv/testing.ts";
-import { Cache, NamespaceNotCachedError, cacheKind } from "./cache.ts";
+import { Cache, NamespaceNotCachedError, NamespaceRequiredError, cacheKind } from "./cache.ts";
 import { CacheNotSyncedError, SyncTimeoutError, type SharedInformer } from "./informer.ts";
 import { eventually } from "../testenv/eventually.ts";
 
@@ -333,6 +333,19 @@ describe("informer cache against opkit env", () => {
       2,
       "one informer per namespace",
     );
+    // A namespaced kind read by name alone is an error, not "not found" (the name is ambiguous).
+    assert.throws(
+      () => cache.get(ConfigMaps, "exists"),
+      (e: unknown) => e instanceof NamespaceRequiredError && /needs \{ namespace \}/.test(e.message),
+    );
+    // A cluster-scoped kind ignores a namespace given by mistake, as controller-runtime's reader does.
+    const Namespaces = kindRef<KubeObject>("v1", "Namespace");
+    const wide = new Cache(client);
+    t.after(() => wide.stop());
+    wide.start();
+    assert.throws(() => wide.get(Namespaces, ns), CacheNotSyncedError);
+    await wide.waitForSync(30_000);
+    assert.equal(wide.get(Namespaces, ns, { namespace: "default" })?.metadata.name, ns);
   });
 
   it("pages lists, serves indexes and metadata-only informers, and reads its own writes", async (t) => {

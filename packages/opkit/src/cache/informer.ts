@@ -118,7 +118,10 @@ export class Informer<T extends KubeObject> implements SharedInformer<T> {
   private lastError: string | undefined;
   private forbidden: string | undefined;
   private resourceVersion = "";
-  private readonly syncWaiters: (() => void)[] = [];
+  // One promise for every waiter: each unsynced read hands out a waiter, and thousands of queued keys
+  // must not pile up thousands of closures.
+  private resolveSynced: () => void = () => undefined;
+  private readonly syncedPromise = new Promise<void>((resolve) => (this.resolveSynced = resolve));
   private rvWaiters: { rv: bigint; resolve: () => void }[] = [];
   /** Called on the first error of a kind and on each change of permission state (for logging). */
   onError: ((err: unknown, kind: string) => void) | undefined;
@@ -191,8 +194,7 @@ export class Informer<T extends KubeObject> implements SharedInformer<T> {
   }
 
   waitForSync(): Promise<void> {
-    if (this.synced) return Promise.resolve();
-    return new Promise((resolve) => this.syncWaiters.push(resolve));
+    return this.syncedPromise;
   }
 
   /**
@@ -231,7 +233,7 @@ export class Informer<T extends KubeObject> implements SharedInformer<T> {
         this.advance(rv);
         if (!this.synced) {
           this.synced = true;
-          for (const w of this.syncWaiters.splice(0)) w();
+          this.resolveSynced();
         }
       },
       event: (type: "ADDED" | "MODIFIED" | "DELETED", obj: T): void => {

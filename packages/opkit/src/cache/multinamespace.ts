@@ -26,8 +26,11 @@ export class MultiNamespaceInformer<T extends KubeObject> implements SharedInfor
   }
 
   get(namespace: string | undefined, name: string): DeepReadonly<T> | undefined {
+    // Unsynced is an error whichever namespace is asked: "not found" would be a lie.
+    if (!this.hasSynced())
+      throw new CacheNotSyncedError(`${this.kind.kind}.${this.kind.apiVersion}`, () => this.waitForSync());
+    // The Cache checks the scope (and that a namespace is given) before it gets here.
     const inf = namespace === undefined ? undefined : this.byNamespace.get(namespace);
-    // The Cache checks the scope before it gets here; an unknown namespace holds nothing.
     return inf?.get(namespace, name);
   }
 

@@ -108,6 +108,8 @@ const defaultSleep = (ms: number, signal?: AbortSignal): Promise<void> =>
 
 /** A warning is logged at most this long: the text comes from the server, and logs are not a dump. */
 const MAX_WARNING_CHARS = 2000;
+/** How long close() lets in-flight requests finish before it cuts them. */
+const CLOSE_GRACE_MS = 5_000;
 
 /** Distinct warning texts remembered for de-duplication; beyond this the oldest is forgotten. */
 const MAX_REMEMBERED_WARNINGS = 1000;
@@ -408,11 +410,22 @@ export class Transport {
     }
   }
 
-  /** Ends idle connections and waits for in-flight requests (open watches included). */
-  async close(): Promise<void> {
+  /**
+   * Ends idle connections and waits for in-flight requests (open watches included) up to `graceMs`,
+   * then destroys the connections: a silent API server must not hold a shutdown for a request's whole
+   * timeout.
+   */
+  async close(graceMs = CLOSE_GRACE_MS): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await Promise.all([this.dispatcher?.close(), ...[...this.retiring].map((d) => d.close())]);
+    const pools = [this.dispatcher, ...this.retiring].filter((d): d is Dispatcher => d !== undefined);
+    let timer: NodeJS.Timeout | undefined;
+    const closed = await Promise.race([
+      Promise.all(pools.map((d) => d.close())).then(() => true),
+      new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), graceMs))),
+    ]);
+    clearTimeout(timer);
+    if (!closed) await Promise.all(pools.map((d) => d.destroy().catch(() => undefined)));
   }
 
   /**

@@ -372,8 +372,10 @@ export class LeaderElector {
 
   async #releaseLease(): Promise<void> {
     // A renewal still in flight would race the release and one of them would conflict; let it land.
+    // One renew deadline bounds the wait and the release together: a stop never waits longer.
+    const deadline = this.#clock.now() + this.#renewDeadlineMs;
     if (this.#inflight) {
-      await this.#race(this.#inflight, this.#clock.now() + this.#renewDeadlineMs, undefined);
+      await this.#race(this.#inflight, deadline, undefined);
     }
     if (!this.#holdsObserved() || !this.#lease) return;
     const wallNow = microTime(this.#wallClock());
@@ -386,7 +388,7 @@ export class LeaderElector {
     };
     try {
       const released = this.#client.update({ ...this.#lease, spec: record });
-      if ((await this.#race(released, this.#clock.now() + this.#renewDeadlineMs, undefined)) === "done") {
+      if ((await this.#race(released, deadline, undefined)) === "done") {
         this.#setObserved(await released);
         this.#logger?.info("released lease");
         return;

@@ -123,6 +123,7 @@ export class Manager {
   private leaderWorkStarted = false;
   private startCalled = false;
   private stopped: Promise<void> | undefined;
+  private opening: Promise<void> | undefined;
   private lost: LeadershipLostError | undefined;
   private readonly stopRequested: (() => void)[] = [];
   private resolveDone: (() => void) | undefined;
@@ -218,24 +219,15 @@ export class Manager {
 
   async start(): Promise<void> {
     this.startCalled = true;
-    await this.startServers();
-    // Webhooks serve on every replica, leader or not, before the caches: admission must not wait for them.
-    if (this.webhookServer) this.ports.webhook = (await this.webhookServer.start()).port;
-    for (const c of this.controllers) {
-      await c.setup({
-        client: this.client,
-        cache: this.cache,
-        logger: this.logger,
-        metrics: this.metrics,
-        clock: this.opts.clock,
-        fieldManager: this.name,
-      });
-    }
-    this.cache.start();
+    // stop() waits for this phase before tearing down, so nothing it opens (a server, an informer)
+    // can appear after the stop and outlive it.
+    this.opening = this.open();
+    await this.opening;
+    if (this.stopped) return;
     // A stop (SIGTERM) during the sync ends start quietly instead of as a sync timeout.
     const synced = this.cache.waitForSync(this.opts.cacheSyncTimeoutMs ?? 120_000);
     const stopping = new Promise<"stopping">((resolve) => this.stopRequested.push(() => resolve("stopping")));
-    if ((await Promise.race([synced, stopping])) === "stopping") {
+    if ((await Promise.race([synced, stopping])) === "stopping" || this.stopped) {
       synced.catch(() => undefined);
       return;
     }
@@ -276,6 +268,26 @@ export class Manager {
         );
       },
     });
+  }
+
+  /** Servers, webhooks, controller wiring and informers: everything start opens before the sync. */
+  private async open(): Promise<void> {
+    await this.startServers();
+    if (this.stopped) return;
+    // Webhooks serve on every replica, leader or not, before the caches: admission must not wait for them.
+    if (this.webhookServer) this.ports.webhook = (await this.webhookServer.start()).port;
+    for (const c of this.controllers) {
+      if (this.stopped) return;
+      await c.setup({
+        client: this.client,
+        cache: this.cache,
+        logger: this.logger,
+        metrics: this.metrics,
+        clock: this.opts.clock,
+        fieldManager: this.name,
+      });
+    }
+    if (!this.stopped) this.cache.start();
   }
 
   private startLeaderWork(): void {
@@ -363,6 +375,7 @@ export class Manager {
   stop(): Promise<void> {
     for (const r of this.stopRequested.splice(0)) r();
     this.stopped ??= (async () => {
+      await this.opening?.catch(() => undefined);
       const grace = this.opts.gracefulShutdownMs ?? 30_000;
       const le = this.opts.leaderElection;
       // A standby must not win the Lease while it is shutting down.

@@ -20,6 +20,11 @@ export interface TcpProxy {
   freezeAll(): void;
   /** Refuse (reset) new connections until `heal()`. */
   partition(): void;
+  /**
+   * A silent server: freeze every open connection, and accept new ones but never forward a byte on
+   * them, until `heal()` (a hung API server or a black-holed route, where nothing fails fast).
+   */
+  blackhole(): void;
   heal(): void;
   close(): Promise<void>;
 }
@@ -28,11 +33,20 @@ export async function startTcpProxy(targetPort: number, targetHost = "127.0.0.1"
   const open = new Set<Socket>();
   const pairs = new Set<[Socket, Socket]>();
   let partitioned = false;
+  let silent = false;
   let accepted = 0;
   const server: Server = createServer((client) => {
     accepted++;
     if (partitioned) {
       client.resetAndDestroy();
+      return;
+    }
+    if (silent) {
+      open.add(client);
+      client
+        .on("data", () => undefined)
+        .on("error", () => open.delete(client))
+        .on("close", () => open.delete(client));
       return;
     }
     const upstream = createConnection({ port: targetPort, host: targetHost });
@@ -54,6 +68,16 @@ export async function startTcpProxy(targetPort: number, targetHost = "127.0.0.1"
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const address = server.address();
   const port = typeof address === "object" && address ? address.port : 0;
+  const freezeAll = (): void => {
+    for (const [c, u] of pairs) {
+      c.unpipe(u);
+      u.unpipe(c);
+      // Keep reading (and discarding) so the peers' writes never block: only forwarding stops.
+      c.removeAllListeners("data").on("data", () => undefined);
+      u.removeAllListeners("data").on("data", () => undefined);
+    }
+    pairs.clear();
+  };
   const dropAll = (): void => {
     for (const s of open) s.resetAndDestroy();
     open.clear();
@@ -64,22 +88,18 @@ export async function startTcpProxy(targetPort: number, targetHost = "127.0.0.1"
       return accepted;
     },
     dropAll,
-    freezeAll: () => {
-      for (const [c, u] of pairs) {
-        c.unpipe(u);
-        u.unpipe(c);
-        // Keep reading (and discarding) so the peers' writes never block: only forwarding stops.
-        c.removeAllListeners("data").on("data", () => undefined);
-        u.removeAllListeners("data").on("data", () => undefined);
-      }
-      pairs.clear();
-    },
+    freezeAll,
     partition: () => {
       partitioned = true;
       dropAll();
     },
+    blackhole: () => {
+      silent = true;
+      freezeAll();
+    },
     heal: () => {
       partitioned = false;
+      silent = false;
     },
     close: async () => {
       dropAll();
