@@ -22,10 +22,10 @@ NODE_TEST := node --conditions=opkit-source --test --test-reporter=spec --test-r
              --test-reporter=./packages/opkit/src/testenv/durations-reporter.ts --test-reporter-destination=stderr
 OPKIT     := node packages/cli/dist/main.js
 
-.PHONY: help node deps build typecheck lint format api-report api-report-update test test-unit test-int env-build demo schemas pack clean
+.PHONY: help node deps build typecheck lint format api-report api-report-update test test-unit test-int env-build demo demo-intro demo-down schemas pack clean
 
 help:
-	@echo "make demo   start a local control plane (etcd, kube-apiserver, controller-manager, scheduler, kwok nodes) and show a Deployment converge"
+	@echo "make demo   start a local control plane (etcd, kube-apiserver, controller-manager, scheduler, kwok nodes) and every seed operator on its sample (KEEP=1 leaves them running; make demo-down stops them)"
 	@echo "make test   install, build, lint and run every test (unit + integration against the local control plane)"
 
 $(NODE_DIR)/bin/node:
@@ -89,9 +89,18 @@ test-int: env-build
 test: build lint env-build
 	$(NODE_TEST) $(GLOBAL_SETUP) $(UNIT_TESTS) $(INT_TESTS)
 
-demo: env-build
-	node --conditions=opkit-source scripts/demo.ts
+# Says first why the first run takes minutes (env-build compiles the control plane from Go modules).
+demo-intro:
+	@echo ">> make demo: installs Node and npm packages if needed, builds etcd, kube-apiserver, controller-manager,"
+	@echo ">> scheduler and kwok from the official Go modules (first run only: about 8-15 minutes on 2 cores, cached"
+	@echo ">> in $(OPKIT_CACHE_DIR)), then starts them and runs every seed operator on its sample."
+
+demo: demo-intro env-build
 	node --conditions=opkit-source operators/demo.ts
+
+# Stops what `KEEP=1 make demo` left running (the recorded operator PIDs, then env "demo").
+demo-down: build
+	node --conditions=opkit-source operators/demo-down.ts
 
 # Regenerate the built-in API schemas and types from the OpenAPI of the kube-apiserver `opkit env` runs
 # (a running env named by OPKIT_TEST_ENV, else a private one started and stopped for it).
