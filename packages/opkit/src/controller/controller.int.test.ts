@@ -139,6 +139,62 @@ describe("controllers against opkit env", () => {
     assert.match(metrics, /process_resident_memory_bytes \d+/);
   });
 
+  it("a map function finds the keys an event wakes through a cache index", async (t) => {
+    const ns = await env.namespace("mapindex");
+    const mgr = await managerFor(env, ns);
+    t.after(() => mgr.stop());
+    // Which ConfigMaps name a Secret in data.secret: the lookup a map function makes per Secret event.
+    mgr.cache.indexField(ConfigMaps, "secret", (cm) => (cm.data?.secret ? [cm.data.secret] : []));
+    const seen: string[] = [];
+    mgr.add(
+      controller("by-secret")
+        .for(ConfigMaps)
+        .watches(Secrets, (secret, { cache }) =>
+          cache
+            .list(ConfigMaps, {
+              namespace: secret.metadata.namespace,
+              index: { name: "secret", value: secret.metadata.name ?? "" },
+            })
+            .map((cm) => ({ namespace: cm.metadata.namespace, name: cm.metadata.name ?? "" })),
+        )
+        .reconcile((req) => {
+          seen.push(req.name);
+          return Promise.resolve();
+        }),
+    );
+    for (const [name, secret] of [
+      ["uses-s1-a", "s1"],
+      ["uses-s1-b", "s1"],
+      ["uses-s2", "s2"],
+    ] as const)
+      await env.client.create<ConfigMap>({
+        apiVersion: "v1",
+        kind: "ConfigMap",
+        metadata: { name, namespace: ns },
+        data: { secret },
+      });
+    await mgr.start();
+    await eventually("the first reconciles", () =>
+      ["uses-s1-a", "uses-s1-b", "uses-s2"].every((n) => seen.includes(n)),
+    );
+    await new Promise((r) => setTimeout(r, 500));
+    seen.length = 0;
+    await env.client.create({
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name: "s1", namespace: ns },
+      stringData: { k: "v" },
+    } as KubeObject);
+    await eventually("both ConfigMaps naming s1 reconciled", () =>
+      ["uses-s1-a", "uses-s1-b"].every((n) => seen.includes(n)),
+    );
+    await new Promise((r) => setTimeout(r, 500));
+    assert.ok(
+      !seen.includes("uses-s2"),
+      `a ConfigMap naming another Secret stays asleep: ${seen.join(", ")}`,
+    );
+  });
+
   it("ignores its own status writes with the generation predicate; collapses a burst; never runs a key twice at once", async (t) => {
     const ns = await env.namespace("gen");
     const mgr = await managerFor(env, ns);

@@ -21,7 +21,7 @@ import { reconcileLogger } from "../logging/index.ts";
 import type { Metrics, ReconcileMetrics, ReconcileOutcome } from "../metrics/index.ts";
 import { defaultControllerRateLimiter, type RateLimiter } from "../queue/ratelimiter.ts";
 import { PRIORITY_LOW, PRIORITY_NORMAL, WorkQueue } from "../queue/workqueue.ts";
-import type { Watch } from "./handlers.ts";
+import type { MapContext, Watch } from "./handlers.ts";
 import { allows, type EventKind } from "./predicates.ts";
 import {
   ControllerConfigError,
@@ -136,6 +136,7 @@ export class Controller<T extends KubeObject = KubeObject> {
     });
     // The reconciled kind's scope decides the key of an owned child's owner; look it up once, not per event.
     const forNamespaced = (await deps.client.mapping(this.forKind)).namespaced;
+    const mapCtx: MapContext = { cache: deps.cache };
     for (const w of this.watches) {
       const enqueue = (
         kind: EventKind,
@@ -146,12 +147,18 @@ export class Controller<T extends KubeObject = KubeObject> {
         if (!w.predicates.every((p) => allows(p, kind, obj, old))) return;
         const keys = new Set<string>();
         try {
-          for (const r of w.map(obj, forNamespaced)) keys.add(requestKey(r));
+          for (const r of w.map(obj, forNamespaced, mapCtx)) keys.add(requestKey(r));
           // An object whose owner or mapped keys changed must also wake the keys of its old state
           // (controller-runtime maps both versions of an update); the predicates judged the event once.
           if (old && w.kind !== this.forKind && objectKey(old) === objectKey(obj))
-            for (const r of w.map(old, forNamespaced)) keys.add(requestKey(r));
+            for (const r of w.map(old, forNamespaced, mapCtx)) keys.add(requestKey(r));
         } catch (err) {
+          if (err instanceof CacheNotSyncedError) {
+            // The map function read a kind still filling: map this event again once it has synced,
+            // instead of dropping it.
+            void err.whenSynced().then(() => enqueue(kind, obj, old, low));
+            return;
+          }
           deps.logger.error({ controller: this.name, err: errorText(err) }, "event mapping failed");
           return;
         }

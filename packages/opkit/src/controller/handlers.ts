@@ -5,18 +5,28 @@
  * synchronously in the informer's event path.
  */
 import { groupOf, type DeepReadonly, type KindRef, type KubeObject } from "../client/types.ts";
+import type { Cache } from "../cache/cache.ts";
 import type { Predicate } from "./predicates.ts";
 import type { Request } from "./reconcile.ts";
 
+/**
+ * What a map function may use besides the object: the manager's cache, for lookups such as "every
+ * AppService that references this Secret" (an index read). Reads are synchronous; a read of a kind not
+ * synced yet throws CacheNotSyncedError, and the controller maps the event again once it has synced.
+ */
+export interface MapContext {
+  readonly cache: Cache;
+}
+
 /** A user's mapping from an object of a watched kind (the cache's own, read-only) to the keys it wakes. */
-export type MapFn<S extends KubeObject> = (obj: DeepReadonly<S>) => Request[];
+export type MapFn<S extends KubeObject> = (obj: DeepReadonly<S>, ctx: MapContext) => Request[];
 
 /** One watch of a controller: a kind, its predicates, and how its events become keys. */
 export interface Watch {
   kind: KindRef;
   predicates: Predicate[];
   /** Keys for an event on this object; `forNamespaced` is the scope of the reconciled kind. */
-  map: (obj: DeepReadonly<KubeObject>, forNamespaced: boolean) => Request[];
+  map: (obj: DeepReadonly<KubeObject>, forNamespaced: boolean, ctx: MapContext) => Request[];
 }
 
 /** The object's own key (controller-runtime's EnqueueRequestForObject). */
@@ -39,5 +49,5 @@ export function enqueueForOwner(owner: KindRef): Watch["map"] {
 
 /** A user map function as a watch mapping (controller-runtime's EnqueueRequestsFromMapFunc). */
 export function enqueueMapped<S extends KubeObject>(map: MapFn<S>): Watch["map"] {
-  return (obj) => map(obj as DeepReadonly<S>);
+  return (obj, _forNamespaced, ctx) => map(obj as DeepReadonly<S>, ctx);
 }

@@ -9,7 +9,7 @@
 
 export { Controller, type ControllerDeps, type ControllerOptions } from "./controller.ts";
 export { ControllerBuilder, controller, type ForOptions } from "./builder.ts";
-export { enqueueForObject, enqueueForOwner, enqueueMapped, type MapFn } from "./handlers.ts";
+export { enqueueForObject, enqueueForOwner, enqueueMapped, type MapContext, type MapFn } from "./handlers.ts";
 export {
   and,
   annotationsChanged,
