@@ -244,8 +244,10 @@ describe("opkit env control plane", () => {
     const live = await env.client.get(Nodes, small);
     assert.equal(live.status?.allocatable?.cpu, "2");
     assert.equal(live.metadata.labels?.pool, pool);
+    // The node lifecycle controller may still hold its own node.kubernetes.io/not-ready taint for a
+    // moment after the node is added (kwok marks it Ready right after): only ours is asserted.
     assert.deepEqual(
-      live.spec?.taints?.map((t) => t.key),
+      live.spec?.taints?.map((t) => t.key).filter((k) => !k.startsWith("node.kubernetes.io/")),
       [taint.key],
     );
 
