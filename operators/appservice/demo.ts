@@ -1,6 +1,6 @@
 /** `make demo`: seed 001's sample AppService becomes a Deployment of 2 and a NodePort Service. */
 import { Deployments, Services } from "opkit";
-import { getOrUndefined, readSample, type DemoEntry } from "../demo/entry.ts";
+import { readSample, type DemoEntry } from "../demo/entry.ts";
 import { AppService } from "./src/api/v1/appservice.ts";
 
 export const demo: DemoEntry = {
@@ -10,9 +10,9 @@ export const demo: DemoEntry = {
   },
   async rows({ client, namespace }) {
     const name = "appservice-sample";
-    const app = await getOrUndefined(client, AppService, name, namespace);
-    const dep = await getOrUndefined(client, Deployments, name, namespace);
-    const svc = await getOrUndefined(client, Services, name, namespace);
+    const app = await client.getOptional(AppService, name, { namespace });
+    const dep = await client.getOptional(Deployments, name, { namespace });
+    const svc = await client.getOptional(Services, name, { namespace });
     const ready = app?.status?.readyReplicas ?? 0;
     const size = app?.spec.size ?? 0;
     return [

@@ -5,7 +5,7 @@
  */
 import { readFile } from "node:fs/promises";
 import { parse } from "yaml";
-import { NotFoundError, type KindRef, type KubeClient, type KubeObject, type WebhookHandler } from "opkit";
+import type { KindRef, KubeClient, KubeObject, WebhookHandler } from "opkit";
 
 export interface DemoContext {
   readonly client: KubeClient;
@@ -50,19 +50,4 @@ export async function readSample<T extends KubeObject>(
   const obj = parse(await readFile(`${ctx.dir}/config/samples/${file}`, "utf8")) as T;
   if (namespaced) obj.metadata.namespace = ctx.namespace;
   return obj;
-}
-
-/** The object, or undefined while it does not exist (any other error is the demo's failure). */
-export async function getOrUndefined<T extends KubeObject>(
-  client: KubeClient,
-  kind: KindRef<T>,
-  name: string,
-  namespace?: string,
-): Promise<T | undefined> {
-  try {
-    return await client.get(kind, name, namespace === undefined ? {} : { namespace });
-  } catch (err) {
-    if (err instanceof NotFoundError) return undefined;
-    throw err;
-  }
 }

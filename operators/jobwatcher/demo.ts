@@ -4,7 +4,7 @@
  */
 import { Jobs, NotFoundError, type Job } from "opkit";
 import { eventually } from "opkit/testenv";
-import { getOrUndefined, readSample, type DemoEntry } from "../demo/entry.ts";
+import { readSample, type DemoEntry } from "../demo/entry.ts";
 import { JobWatcher } from "./src/api/v1/jobwatcher.ts";
 import operator from "./src/operator.ts";
 
@@ -13,7 +13,8 @@ let completed = false;
 export const demo: DemoEntry = {
   name: "jobwatcher",
   webhooks: operator.webhooks,
-  async apply({ client, namespace }) {
+  async apply(ctx) {
+    const { client, namespace } = ctx;
     await client.apply(
       JobWatcher.new(
         "demo",
@@ -28,15 +29,13 @@ export const demo: DemoEntry = {
     });
     await eventually(
       "the previous demo Job gone",
-      async () => !(await getOrUndefined(client, Jobs, "pi", namespace)),
+      async () => !(await client.getOptional(Jobs, "pi", { namespace })),
     );
     completed = false;
-    await client.create(
-      await readSample<Job>({ client, namespace, dir: new URL(".", import.meta.url).pathname }, "job.yaml"),
-    );
+    await client.create(await readSample<Job>(ctx, "job.yaml"));
   },
   async rows({ client, namespace }) {
-    const job = await getOrUndefined(client, Jobs, "pi", namespace);
+    const job = await client.getOptional(Jobs, "pi", { namespace });
     if (job?.status?.conditions?.some((c) => c.type === "Complete" && c.status === "True")) completed = true;
     const state = !job
       ? completed

@@ -1,6 +1,6 @@
 /** `make demo`: seed 003's sample Memcached runs 3 pods and lists them in status.nodes. */
 import { Deployments } from "opkit";
-import { getOrUndefined, readSample, type DemoEntry } from "../demo/entry.ts";
+import { readSample, type DemoEntry } from "../demo/entry.ts";
 import { Memcached } from "./src/api/v1alpha1/memcached.ts";
 
 export const demo: DemoEntry = {
@@ -10,8 +10,8 @@ export const demo: DemoEntry = {
   },
   async rows({ client, namespace }) {
     const name = "memcached-sample";
-    const m = await getOrUndefined(client, Memcached, name, namespace);
-    const dep = await getOrUndefined(client, Deployments, name, namespace);
+    const m = await client.getOptional(Memcached, name, { namespace });
+    const dep = await client.getOptional(Deployments, name, { namespace });
     const pods = m?.status?.nodes?.length ?? 0;
     const size = m?.spec.size ?? 0;
     return [

@@ -14,57 +14,37 @@ import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import { parse } from "yaml";
-import { Deployments, NotFoundError, Pods, Services, type KindRef } from "opkit";
+import { Deployments, Pods, Services, type KindRef } from "opkit";
 import {
   eventually,
-  impersonateServiceAccount,
-  readManifests,
-  startOperatorProcess,
+  operatorProject,
   useTestEnv,
   type OperatorProcess,
-  type ServiceAccountSession,
+  type OperatorProject,
   type TestEnv,
 } from "opkit/testenv";
 import { AppService, type AppServiceObject } from "../src/api/v1/appservice.ts";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
-const main = fileURLToPath(new URL("../src/main.ts", import.meta.url));
 
 async function gone(env: TestEnv, kind: KindRef, name: string, namespace: string): Promise<boolean> {
-  try {
-    await env.client.get(kind, name, { namespace });
-    return false;
-  } catch (err) {
-    if (err instanceof NotFoundError) return true;
-    throw err;
-  }
+  return (await env.client.getOptional(kind, name, { namespace })) === undefined;
 }
 
 describe("AppService operator", () => {
   let env: TestEnv;
   let ns: string;
-  let session: ServiceAccountSession;
+  let project: OperatorProject;
   let op: OperatorProcess;
 
   before(async () => {
     env = await useTestEnv();
-    await env.installCrds(await readManifests(`${root}/config/crds/appservices.kosmos.io.yaml`));
-    ns = await env.namespace("appservice");
-    session = await impersonateServiceAccount(env, await readManifests(`${root}/config/rbac.yaml`), ns);
-    op = startOperatorProcess(main, {
-      args: [
-        "--kubeconfig",
-        session.kubeconfigPath,
-        "--metrics-bind-address=127.0.0.1:0",
-        "--health-probe-bind-address=127.0.0.1:0",
-        "--log-format=json",
-      ],
-    });
-    await op.waitForLine(/caches synced/);
+    project = await operatorProject(env, root);
+    ns = project.namespace;
+    op = await project.start();
   });
   after(async () => {
-    await op?.stop();
-    await session?.cleanup();
+    await project?.cleanup();
     await env?.cleanup();
   });
 

@@ -13,7 +13,6 @@
  */
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { readdir } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import {
   EventsV1,
@@ -21,7 +20,6 @@ import {
   InvalidError,
   Jobs,
   LocalWebhooks,
-  NotFoundError,
   Pods,
   type Job,
   type KubeObject,
@@ -30,12 +28,11 @@ import {
   SIMULATE_DURATION_ANNOTATION,
   SIMULATE_EXIT_CODE_ANNOTATION,
   eventually,
-  impersonateServiceAccount,
   readManifests,
-  startOperatorProcess,
+  operatorProject,
   useTestEnv,
   type OperatorProcess,
-  type ServiceAccountSession,
+  type OperatorProject,
   type TestEnv,
 } from "opkit/testenv";
 import { ClusterJobWatcher, JobWatcher } from "../src/api/v1/jobwatcher.ts";
@@ -44,7 +41,6 @@ import { validateJobWatcherSpec } from "../src/validation.ts";
 import operator from "../src/operator.ts";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
-const main = fileURLToPath(new URL("../src/main.ts", import.meta.url));
 
 function newJob(name: string, namespace: string, opts: { exitCode?: number; duration?: string } = {}): Job {
   const annotations: Record<string, string> = {};
@@ -64,13 +60,8 @@ function newJob(name: string, namespace: string, opts: { exitCode?: number; dura
   };
 }
 
-async function getJob(env: TestEnv, ns: string, name: string): Promise<Job | undefined> {
-  try {
-    return await env.client.get(Jobs, name, { namespace: ns });
-  } catch (err) {
-    if (err instanceof NotFoundError) return undefined;
-    throw err;
-  }
+function getJob(env: TestEnv, ns: string, name: string): Promise<Job | undefined> {
+  return env.client.getOptional(Jobs, name, { namespace: ns });
 }
 
 /** Wait for the Job to finish; returns its recorded finish time (epoch ms). */
@@ -104,40 +95,24 @@ function assertOnTime(what: string, finishedAt: number, ttlSeconds: number, gone
 describe("JobWatcher operator", () => {
   let env: TestEnv;
   let ns: string;
-  let session: ServiceAccountSession;
+  let project: OperatorProject;
   let op: OperatorProcess;
   // The operator serves its validating webhook on a local port with a certificate of its own; the
   // webhook test registers it with the API server (and removes it again).
   let hooks: LocalWebhooks;
   const start = () =>
-    startOperatorProcess(main, {
-      args: [
-        "--kubeconfig",
-        session.kubeconfigPath,
-        "--metrics-bind-address=127.0.0.1:0",
-        "--health-probe-bind-address=127.0.0.1:0",
-        `--webhook-bind-address=127.0.0.1:${hooks.port}`,
-        `--webhook-cert-dir=${hooks.certDir}`,
-        "--log-format=json",
-      ],
-    });
+    project.start([`--webhook-bind-address=127.0.0.1:${hooks.port}`, `--webhook-cert-dir=${hooks.certDir}`]);
 
   before(async () => {
     env = await useTestEnv();
-    const crds: KubeObject[] = [];
-    for (const f of await readdir(`${root}/config/crds`))
-      crds.push(...(await readManifests(`${root}/config/crds/${f}`)));
-    await env.installCrds(crds);
-    ns = await env.namespace("jobwatcher");
-    session = await impersonateServiceAccount(env, await readManifests(`${root}/config/rbac.yaml`), ns);
+    project = await operatorProject(env, root);
+    ns = project.namespace;
     hooks = await LocalWebhooks.prepare();
-    op = start();
-    await op.waitForLine(/caches synced/);
+    op = await start();
   });
   after(async () => {
-    await op?.stop();
+    await project?.cleanup();
     await hooks?.dispose();
-    await session?.cleanup();
     await env?.cleanup();
   });
 
@@ -392,8 +367,7 @@ describe("JobWatcher operator", () => {
     assert.ok(await getJob(env, ns3, "before"), "nothing deletes while the operator is down");
     await env.client.create(newJob("during", ns3));
     const duringAt = await finishTime(env, ns3, "during");
-    op = start();
-    await op.waitForLine(/caches synced/);
+    op = await start();
     await deletedAt(env, ns3, "before", 10_000);
     const duringGone = await deletedAt(env, ns3, "during");
     assertOnTime("during (expiry after the restart)", duringAt, 6, duringGone);

@@ -13,44 +13,30 @@ import { parse } from "yaml";
 import { Deployments, InvalidError, Pods } from "opkit";
 import {
   eventually,
-  impersonateServiceAccount,
-  readManifests,
-  startOperatorProcess,
+  operatorProject,
   useTestEnv,
   type OperatorProcess,
-  type ServiceAccountSession,
+  type OperatorProject,
   type TestEnv,
 } from "opkit/testenv";
 import { Memcached, type MemcachedObject } from "../src/api/v1alpha1/memcached.ts";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
-const main = fileURLToPath(new URL("../src/main.ts", import.meta.url));
 
 describe("Memcached operator", () => {
   let env: TestEnv;
   let ns: string;
-  let session: ServiceAccountSession;
+  let project: OperatorProject;
   let op: OperatorProcess;
 
   before(async () => {
     env = await useTestEnv();
-    await env.installCrds(await readManifests(`${root}/config/crds/memcacheds.cache.example.com.yaml`));
-    ns = await env.namespace("memcached");
-    session = await impersonateServiceAccount(env, await readManifests(`${root}/config/rbac.yaml`), ns);
-    op = startOperatorProcess(main, {
-      args: [
-        "--kubeconfig",
-        session.kubeconfigPath,
-        "--metrics-bind-address=127.0.0.1:0",
-        "--health-probe-bind-address=127.0.0.1:0",
-        "--log-format=json",
-      ],
-    });
-    await op.waitForLine(/caches synced/);
+    project = await operatorProject(env, root);
+    ns = project.namespace;
+    op = await project.start();
   });
   after(async () => {
-    await op?.stop();
-    await session?.cleanup();
+    await project?.cleanup();
     await env?.cleanup();
   });
 

@@ -248,6 +248,23 @@ export class KubeClient {
     return this.transport.request<T>({ method: "GET", path, signal });
   }
 
+  /**
+   * The object, or undefined when it does not exist (kube-rs's `get_opt`, controller-runtime's
+   * `IgnoreNotFound`): every other error still throws.
+   */
+  async getOptional<T extends KubeObject>(
+    kind: KindRef<T>,
+    name: string,
+    opts: GetOptions = {},
+  ): Promise<T | undefined> {
+    try {
+      return await this.get(kind, name, opts);
+    } catch (err) {
+      if (err instanceof NotFoundError) return undefined;
+      throw err;
+    }
+  }
+
   /** One page of a list. */
   async list<T extends KubeObject>(kind: KindRef<T>, opts: ListOptions = {}): Promise<KubeList<T>> {
     const signal = this.signalFor(opts);

@@ -17,7 +17,6 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parse, parseAllDocuments, stringify } from "yaml";
 import { kindRef, type KubeObject } from "../client/types.ts";
-import { NotFoundError } from "../client/errors.ts";
 import { useTestEnv, type TestEnv } from "../testenv/testing.ts";
 import { eventually } from "../testenv/eventually.ts";
 import { rbacFor, resolverFromClient, type PolicyRule } from "./rbac.ts";
@@ -120,13 +119,8 @@ async function installCopyOperatorRbac(
   return objs;
 }
 
-async function copyOf(env: TestEnv, ns: string, name: string): Promise<KubeObject | undefined> {
-  try {
-    return await env.client.get(Secrets, `${name}-copy`, { namespace: ns });
-  } catch (err) {
-    if (err instanceof NotFoundError) return undefined;
-    throw err;
-  }
+function copyOf(env: TestEnv, ns: string, name: string): Promise<KubeObject | undefined> {
+  return env.client.getOptional(Secrets, `${name}-copy`, { namespace: ns });
 }
 
 const sourceCm = (ns: string, name: string): KubeObject =>

@@ -8,7 +8,6 @@ import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { kindRef, type KubeObject } from "../client/types.ts";
-import { NotFoundError } from "../client/errors.ts";
 import { useTestEnv, type TestEnv } from "../testenv/testing.ts";
 import { eventually } from "../testenv/eventually.ts";
 
@@ -68,13 +67,8 @@ const sourceCm = (ns: string, name: string, data: Record<string, string>): KubeO
   }) as KubeObject;
 
 async function reconciledBy(env: TestEnv, ns: string, name: string): Promise<string | undefined> {
-  try {
-    const s = await env.client.get(Secrets, `${name}-copy`, { namespace: ns });
-    return s.metadata.annotations?.["opkit-test/reconciled-by"];
-  } catch (err) {
-    if (err instanceof NotFoundError) return undefined;
-    throw err;
-  }
+  const s = await env.client.getOptional(Secrets, `${name}-copy`, { namespace: ns });
+  return s?.metadata.annotations?.["opkit-test/reconciled-by"];
 }
 
 describe("manager processes", () => {

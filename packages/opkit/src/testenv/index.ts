@@ -53,3 +53,4 @@ export {
   type OperatorProcessOptions,
 } from "./operatorprocess.ts";
 export { impersonateServiceAccount, readManifests, type ServiceAccountSession } from "./serviceaccount.ts";
+export { operatorProject, type OperatorProject } from "./project.ts";
