@@ -65,6 +65,10 @@ export function quantity(options: { description?: string; default?: IntOrString 
  * value (typed `unknown`); with an object schema it keeps unknown fields next to the declared ones.
  */
 export function preserveUnknownFields(): TUnsafe<unknown>;
+/**
+ * Keep fields `schema` does not declare next to the declared ones (`x-kubernetes-preserve-unknown-fields`),
+ * e.g. for a config block whose known keys you still want typed and validated.
+ */
 export function preserveUnknownFields<T extends TSchema>(schema: T): T;
 export function preserveUnknownFields(schema?: TSchema): TSchema {
   if (!schema) return Type.Unsafe<unknown>({ "x-kubernetes-preserve-unknown-fields": true });
@@ -73,9 +77,15 @@ export function preserveUnknownFields(schema?: TSchema): TSchema {
 
 /** The JSON shape of an embedded Kubernetes object (a Pod template, a raw manifest). */
 export interface EmbeddedObject {
+  /**
+   * The embedded object's API version, e.g. "apps/v1"; the server checks it is present when the field is set.
+   */
   apiVersion?: string;
+  /** The embedded object's kind, e.g. "Deployment". */
   kind?: string;
+  /** The embedded object's metadata; its name, labels and annotations are kept as written. */
   metadata?: Record<string, unknown>;
+  /** Every other field of the embedded object, kept as is (not pruned by the server). */
   [field: string]: unknown;
 }
 

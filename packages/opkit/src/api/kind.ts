@@ -9,41 +9,85 @@ import type { KindRef, KubeObject, ObjectMeta } from "../client/types.ts";
 import { registerKind, type KindScope } from "../client/scopes.ts";
 import type { CelRule } from "./k8s.ts";
 
+/** The value types `additionalPrinterColumns` accept; "date" shows as an age (e.g. "5m") in `kubectl get`. */
 export type PrinterColumnType = "integer" | "string" | "boolean" | "number" | "date";
 
 /** A column `kubectl get` shows (`additionalPrinterColumns`). */
 export interface PrinterColumn {
+  /** The column header `kubectl get` prints, e.g. "Ready". */
   name: string;
+  /** How kubectl formats the value; pick "date" for timestamps so they show as an age. */
   type: PrinterColumnType;
   /** A simple JSONPath into the object, e.g. `.status.phase`. */
   jsonPath: string;
+  /**
+   * Shown by `kubectl explain`-style tooling; say what the column means when the header alone is ambiguous.
+   */
   description?: string;
   /** 0 shows the column by default; higher only with `-o wide`. */
   priority?: number;
+  /** An OpenAPI format hint for the value (e.g. "int32", "byte"); rarely needed. */
   format?: string;
 }
 
 /** The scale subresource, so `kubectl scale` and the HorizontalPodAutoscaler can drive the kind. */
 export interface ScaleSubresource {
+  /** JSONPath of the desired replica count in the spec, e.g. `.spec.replicas`; `kubectl scale` writes it. */
   specReplicasPath: string;
+  /** JSONPath of the observed replica count in the status, e.g. `.status.replicas`; the HPA reads it. */
   statusReplicasPath: string;
+  /**
+   * JSONPath of a label selector string in the status; needed for the HorizontalPodAutoscaler to find the
+   * pods.
+   */
   labelSelectorPath?: string;
 }
 
+/**
+ * What `defineKind` takes: the kind's identity (group, version, kind, names), its spec and status schemas,
+ * and the CRD settings (printer columns, scale, CEL rules, versioning). Everything else about the kind is
+ * derived from it.
+ */
 export interface KindOptions<Spec extends TSchema, Status extends TSchema | undefined> {
+  /**
+   * The API group, a DNS subdomain with a dot (e.g. "cache.example.com"); pick a domain you own so kinds
+   * never collide.
+   */
   group: string;
+  /**
+   * The API version of this definition, e.g. "v1" or "v1beta1"; define several with `defineKindVersions` to
+   * serve more than one.
+   */
   version: string;
+  /** The kind name in UpperCamelCase, e.g. "Memcached"; it is what `kind:` says in YAML. */
   kind: string;
   /** Lowercase plural used in URLs; defaults to the lowercased kind + "s" (or "es" after s/x/ch/sh). */
   plural?: string;
+  /** The lowercase singular name kubectl accepts; defaults to the lowercased kind. */
   singular?: string;
+  /** Abbreviations for kubectl, e.g. ["mc"] so `kubectl get mc` works. */
   shortNames?: string[];
+  /** Groups the kind joins, e.g. ["all"] so `kubectl get all` lists it. */
   categories?: string[];
+  /** "Namespaced" (default) or "Cluster" for kinds that describe cluster-wide things. */
   scope?: KindScope;
+  /** The kind's description in the CRD's schema, shown by `kubectl explain`. */
   description?: string;
+  /**
+   * The TypeBox schema of `.spec`: it types the object, validates it and becomes the CRD's OpenAPI schema.
+   */
   spec: Spec;
+  /**
+   * The TypeBox schema of `.status`; giving one also enables the status subresource, so only status writes
+   * can change it.
+   */
   status?: Status;
+  /** Extra columns for `kubectl get` (the age column is always there). */
   printerColumns?: PrinterColumn[];
+  /**
+   * Enable the scale subresource so `kubectl scale` and autoscalers can drive the kind; needs a status
+   * schema.
+   */
   scale?: ScaleSubresource;
   /** CEL rules on the whole object (`self` is the object). */
   validations?: CelRule[];
@@ -53,6 +97,10 @@ export interface KindOptions<Spec extends TSchema, Status extends TSchema | unde
   served?: boolean;
   /** Mark the version deprecated; the server warns clients that use it. */
   deprecated?: boolean;
+  /**
+   * The warning the API server returns to clients of this version when it is `deprecated`; say what to use
+   * instead.
+   */
   deprecationWarning?: string;
 }
 
@@ -70,40 +118,73 @@ export type ObjectOf<K> = K extends KindRef<infer T> ? T : never;
 
 /** One problem `validate` found; `path` is dotted from the object root (`spec.items[2].name`). */
 export interface ValidationIssue {
+  /** Where the problem is, dotted from the object root, e.g. `spec.items[2].name`. */
   path: string;
+  /** What is wrong there, in words a user can act on. */
   message: string;
 }
 
+/**
+ * Optional parts of an object that `KindDefinition.new` builds: where it lives, its labels and annotations,
+ * and an initial status (for tests and fixtures).
+ */
 export interface NewObjectOptions<Status> {
+  /** The namespace to create the object in; leave out for cluster-scoped kinds. */
   namespace?: string;
+  /** Labels to set on the new object (copied). */
   labels?: Record<string, string>;
+  /** Annotations to set on the new object (copied). */
   annotations?: Record<string, string>;
+  /** A status to start with; normally only controllers write status, so this is for tests and fixtures. */
   status?: Status;
 }
 
+/**
+ * A custom kind as `defineKind` returns it: a `KindRef` you pass to the client, cache and controller builder,
+ * plus the resolved names, schemas and CRD settings the generator reads. Treat it as read-only; define a new
+ * kind to change one.
+ */
 export interface KindDefinition<
   Spec extends TSchema = TSchema,
   Status extends TSchema | undefined = TSchema | undefined,
 > extends KindRef<KindObject<Spec, Status>> {
+  /** "group/version", as objects of the kind carry it. */
   readonly apiVersion: string;
+  /** The kind name, as objects of the kind carry it. */
   readonly kind: string;
+  /** The API group from the options. */
   readonly group: string;
+  /** The version from the options. */
   readonly version: string;
+  /** The resolved plural (given or guessed by `defaultPlural`), used in URLs and RBAC rules. */
   readonly plural: string;
+  /** The resolved singular name. */
   readonly singular: string;
+  /** kubectl short names, as given. */
   readonly shortNames: readonly string[];
+  /** kubectl categories, as given. */
   readonly categories: readonly string[];
+  /** Whether objects live in a namespace ("Namespaced", the default) or cluster-wide ("Cluster"). */
   readonly scope: KindScope;
+  /** The CRD description, if given. */
   readonly description: string | undefined;
+  /** The spec schema, for validation and CRD generation. */
   readonly spec: Spec;
+  /** The status schema, or undefined when the kind has no status. */
   readonly status: Status;
+  /** The `kubectl get` columns for the CRD. */
   readonly printerColumns: readonly PrinterColumn[];
+  /** The scale subresource settings, if the kind can be scaled. */
   readonly scale: ScaleSubresource | undefined;
+  /** CEL rules on the whole object that the CRD carries (only the API server evaluates them). */
   readonly validations: readonly CelRule[];
   /** Whether `storage` was set explicitly (a single version is the storage version either way). */
   readonly storage: boolean | undefined;
+  /** Whether the API server serves this version. */
   readonly served: boolean;
+  /** Whether this version is marked deprecated. */
   readonly deprecated: boolean;
+  /** The warning sent to clients of a deprecated version. */
   readonly deprecationWarning: string | undefined;
   /**
    * Check spec and status against their schemas. CEL rules are not evaluated here (only the API server
@@ -237,10 +318,15 @@ export function defineKind<Spec extends TSchema, Status extends TSchema | undefi
 
 /** Several versions of one kind, exactly one of them the storage version. */
 export interface KindVersions {
+  /** The API group shared by all versions. */
   readonly group: string;
+  /** The kind name shared by all versions. */
   readonly kind: string;
+  /** The plural shared by all versions. */
   readonly plural: string;
+  /** Every version, in the order given; the CRD lists them in this order. */
   readonly versions: readonly KindDefinition[];
+  /** The one version objects are stored in (the one with `storage: true`, or the only one). */
   readonly storageVersion: KindDefinition;
 }
 

@@ -7,10 +7,16 @@
 /** Opaque handle returned by `Clock.setTimeout`; only meaningful to the clock that made it. */
 export type TimerHandle = object;
 
+/**
+ * Time as a dependency: the current monotonic time and one-shot timers. Pass `realClock` in production and a
+ * `FakeClock` in tests, so code with delays (backoff, requeue, lease renewal) is tested without sleeping.
+ */
 export interface Clock {
   /** Milliseconds on a monotonic scale; only differences are meaningful. */
   now(): number;
+  /** Call `fn` once after `ms` milliseconds (negative counts as 0); keep the handle to cancel it. */
   setTimeout(fn: () => void, ms: number): TimerHandle;
+  /** Cancel a timer that has not fired; a no-op for one that fired or was cleared. */
   clearTimeout(handle: TimerHandle): void;
 }
 
@@ -45,16 +51,19 @@ export class FakeClock implements Clock {
     this.#now = startMs;
   }
 
+  /** The fake time in milliseconds: the start value plus everything `advance` has moved it. */
   now(): number {
     return this.#now;
   }
 
+  /** Arm a timer due `ms` after the current fake time; it fires only inside `advance`. */
   setTimeout(fn: () => void, ms: number): TimerHandle {
     const timer: FakeTimer = { at: this.#now + Math.max(0, ms), seq: this.#seq++, fn };
     this.#timers.add(timer);
     return timer;
   }
 
+  /** Cancel a pending fake timer. */
   clearTimeout(handle: TimerHandle): void {
     this.#timers.delete(handle as FakeTimer);
   }

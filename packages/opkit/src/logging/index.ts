@@ -8,8 +8,13 @@ import { randomUUID } from "node:crypto";
 import { createRequire } from "node:module";
 import { pino, type DestinationStream, type Logger as PinoLogger } from "pino";
 
+/**
+ * The logger every opkit component takes: a pino logger, so child loggers, levels and bindings work as pino
+ * documents.
+ */
 export type Logger = PinoLogger;
 
+/** The log levels opkit accepts (pino's); "silent" turns logging off, e.g. in tests. */
 export type LogLevel = "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
 
 /** "json" for machines (one object per line); "text" for people at a terminal. */
@@ -17,6 +22,7 @@ export type LogFormat = "json" | "text";
 
 const LEVELS: readonly string[] = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
 
+/** What a redacted value is replaced with, so a reader sees a value was there and was hidden on purpose. */
 export const REDACTED = "[REDACTED]";
 
 /**
@@ -43,6 +49,7 @@ export const DEFAULT_REDACT_PATHS: readonly string[] = [
   "*.headers.authorization",
 ];
 
+/** How `createLogger` builds a logger: level, name, destination, format and extra redaction. */
 export interface LoggerOptions {
   /** Default: $OPKIT_LOG_LEVEL, else $LOG_LEVEL, else "info". */
   level?: LogLevel;
@@ -61,6 +68,7 @@ export interface LoggerOptions {
 
 /** An unknown level name, from the options or an environment variable. */
 export class InvalidLogLevelError extends Error {
+  /** The level name that was rejected, as given. */
   readonly level: string;
   constructor(level: string, source: string) {
     super(`unknown log level "${level}" from ${source}: use one of ${LEVELS.join(", ")}`);
@@ -69,6 +77,11 @@ export class InvalidLogLevelError extends Error {
   }
 }
 
+/**
+ * Create the root logger of an operator: JSON lines shaped like controller-runtime's (or text for a
+ * terminal), credentials redacted, synchronous writes so the last lines before a crash are not lost. Throws
+ * `InvalidLogLevelError` for an unknown level.
+ */
 export function createLogger(options: LoggerOptions = {}): Logger {
   const level = resolveLevel(options.level);
   return pino(
@@ -138,8 +151,11 @@ function resolveLevel(option: LogLevel | undefined): LogLevel {
 
 /** Fields of one reconcile's log lines, named as in controller-runtime's JSON logs. */
 export interface ReconcileLogFields {
+  /** The controller's name, as in the metrics' `controller` label. */
   controller: string;
+  /** The reconciled object's namespace (absent for cluster-scoped objects). */
   namespace?: string;
+  /** The reconciled object's name. */
   name?: string;
   /** Default: a fresh UUID, so every line of one reconcile can be grepped together. */
   reconcileID?: string;

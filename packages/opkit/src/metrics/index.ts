@@ -25,6 +25,9 @@ const RESULT_LABELS: readonly ReconcileResultLabel[] = ["success", "error", "req
 
 /** One reconcile in progress; `end` is idempotent so a double call cannot skew active_workers. */
 export interface ReconcileTimer {
+  /**
+   * Record the reconcile's outcome and duration and release its active-worker slot; later calls do nothing.
+   */
   end(outcome: ReconcileOutcome): void;
 }
 
@@ -34,6 +37,7 @@ export interface ReconcileMetrics {
   start(): ReconcileTimer;
 }
 
+/** Options of `Metrics.reconcile` for one controller. */
 export interface ReconcileMetricsOptions {
   /** Exported as controller_runtime_max_concurrent_reconciles. */
   maxConcurrentReconciles?: number;
@@ -53,10 +57,19 @@ export interface WebhookMetrics {
 
 /** What the scrape-time workqueue gauges read from a queue (WorkQueue satisfies it). */
 export interface ObservableQueue {
+  /**
+   * How long the items now in progress have been running, summed, in milliseconds (client-go's
+   * unfinished_work_seconds gauge); it grows when reconciles hang.
+   */
   unfinishedWorkMs(): number;
+  /**
+   * How long the oldest item in progress has been running, in milliseconds; a large value means a stuck
+   * reconcile.
+   */
   longestRunningMs(): number;
 }
 
+/** Options of a `Metrics` registry. */
 export interface MetricsOptions {
   /** Register Node's process_* and nodejs_* metrics (default true). */
   processMetrics?: boolean;
@@ -79,7 +92,16 @@ const WEBHOOK_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10
 
 type QueueLabels = "name" | "controller";
 
+/**
+ * The operator's Prometheus metrics, one registry per manager, with controller-runtime's and client-go's
+ * metric names (reconcile totals and durations, workqueue, REST client, leader election, webhooks). The
+ * manager creates one and serves it at /metrics; create your own only to add metrics of your operator or in
+ * tests.
+ */
 export class Metrics {
+  /**
+   * The prom-client registry holding every metric; register your own metrics here so /metrics serves them.
+   */
   readonly registry: Registry;
   readonly #clock: Clock;
   readonly #queues = new Map<string, ObservableQueue>();
