@@ -22,87 +22,357 @@ import { kindRef, type KindRef, type ObjectMeta } from "./types.ts";
 /** A built-in object as opkit's client returns it: the API type with `metadata` always present. */
 export type Builtin<T extends { metadata?: unknown }> = Omit<T, "metadata"> & { metadata: ObjectMeta };
 
+/**
+ * A core/v1 ConfigMap (non-secret configuration that pods read as files or environment) as the client and
+ * cache return it, with `metadata` always present.
+ */
 export type ConfigMap = Builtin<corev1.ConfigMap>;
+/**
+ * A core/v1 Secret (credentials and keys, kept apart from ConfigMaps so RBAC can guard them) as the client
+ * and cache return it, with `metadata` always present.
+ */
 export type Secret = Builtin<corev1.Secret>;
+/**
+ * A core/v1 Pod (the running unit of containers that workloads create) as the client and cache return it,
+ * with `metadata` always present.
+ */
 export type Pod = Builtin<corev1.Pod>;
+/**
+ * A core/v1 Service (a stable address and load balancing in front of pods) as the client and cache return it,
+ * with `metadata` always present.
+ */
 export type Service = Builtin<corev1.Service>;
+/**
+ * A core/v1 ServiceAccount (the identity pods (and your operator) act as) as the client and cache return it,
+ * with `metadata` always present.
+ */
 export type ServiceAccount = Builtin<corev1.ServiceAccount>;
+/**
+ * A core/v1 Namespace (the scope most objects live in; a tenant boundary) as the client and cache return it,
+ * with `metadata` always present.
+ */
 export type Namespace = Builtin<corev1.Namespace>;
+/**
+ * A core/v1 Node (a machine pods are scheduled onto (kwok nodes in the local control plane)) as the client
+ * and cache return it, with `metadata` always present.
+ */
 export type Node = Builtin<corev1.Node>;
+/**
+ * A core/v1 PersistentVolume (a piece of storage in the cluster) as the client and cache return it, with
+ * `metadata` always present.
+ */
 export type PersistentVolume = Builtin<corev1.PersistentVolume>;
+/**
+ * A core/v1 PersistentVolumeClaim (a request for storage that binds to a PersistentVolume) as the client and
+ * cache return it, with `metadata` always present.
+ */
 export type PersistentVolumeClaim = Builtin<corev1.PersistentVolumeClaim>;
+/**
+ * A core/v1 ResourceQuota (limits on what one namespace may consume) as the client and cache return it, with
+ * `metadata` always present.
+ */
 export type ResourceQuota = Builtin<corev1.ResourceQuota>;
+/**
+ * A core/v1 LimitRange (per-pod and per-container defaults and limits in a namespace) as the client and cache
+ * return it, with `metadata` always present.
+ */
 export type LimitRange = Builtin<corev1.LimitRange>;
 /** A core/v1 Event (the events.k8s.io/v1 one is what EventRecorder writes). */
 export type CoreEvent = Builtin<corev1.Event>;
+/**
+ * A apps/v1 Deployment (stateless replicas rolled out through ReplicaSets) as the client and cache return it,
+ * with `metadata` always present.
+ */
 export type Deployment = Builtin<appsv1.Deployment>;
+/**
+ * A apps/v1 ReplicaSet (a set of identical pods a Deployment manages) as the client and cache return it, with
+ * `metadata` always present.
+ */
 export type ReplicaSet = Builtin<appsv1.ReplicaSet>;
+/**
+ * A apps/v1 StatefulSet (pods with stable names and storage) as the client and cache return it, with
+ * `metadata` always present.
+ */
 export type StatefulSet = Builtin<appsv1.StatefulSet>;
+/**
+ * A apps/v1 DaemonSet (one pod per (matching) node) as the client and cache return it, with `metadata` always
+ * present.
+ */
 export type DaemonSet = Builtin<appsv1.DaemonSet>;
+/**
+ * A batch/v1 Job (pods that run to completion) as the client and cache return it, with `metadata` always
+ * present.
+ */
 export type Job = Builtin<batchv1.Job>;
+/**
+ * A batch/v1 CronJob (Jobs on a schedule) as the client and cache return it, with `metadata` always present.
+ */
 export type CronJob = Builtin<batchv1.CronJob>;
+/**
+ * A networking.k8s.io/v1 Ingress (HTTP routing from outside the cluster to Services) as the client and cache
+ * return it, with `metadata` always present.
+ */
 export type Ingress = Builtin<networkingv1.Ingress>;
+/**
+ * A networking.k8s.io/v1 IngressClass (which ingress controller serves an Ingress) as the client and cache
+ * return it, with `metadata` always present.
+ */
 export type IngressClass = Builtin<networkingv1.IngressClass>;
+/**
+ * A networking.k8s.io/v1 NetworkPolicy (which traffic may reach pods) as the client and cache return it, with
+ * `metadata` always present.
+ */
 export type NetworkPolicy = Builtin<networkingv1.NetworkPolicy>;
+/**
+ * A discovery.k8s.io/v1 EndpointSlice (the ready addresses behind a Service) as the client and cache return
+ * it, with `metadata` always present.
+ */
 export type EndpointSlice = Builtin<discoveryv1.EndpointSlice>;
+/**
+ * A rbac.authorization.k8s.io/v1 Role (namespaced RBAC permissions) as the client and cache return it, with
+ * `metadata` always present.
+ */
 export type Role = Builtin<rbacv1.Role>;
+/**
+ * A rbac.authorization.k8s.io/v1 RoleBinding (grants a Role (or ClusterRole) in one namespace) as the client
+ * and cache return it, with `metadata` always present.
+ */
 export type RoleBinding = Builtin<rbacv1.RoleBinding>;
+/**
+ * A rbac.authorization.k8s.io/v1 ClusterRole (cluster-wide RBAC permissions) as the client and cache return
+ * it, with `metadata` always present.
+ */
 export type ClusterRole = Builtin<rbacv1.ClusterRole>;
+/**
+ * A rbac.authorization.k8s.io/v1 ClusterRoleBinding (grants a ClusterRole everywhere) as the client and cache
+ * return it, with `metadata` always present.
+ */
 export type ClusterRoleBinding = Builtin<rbacv1.ClusterRoleBinding>;
+/**
+ * A coordination.k8s.io/v1 Lease (a lock with a holder and a renew time (leader election, node heartbeats))
+ * as the client and cache return it, with `metadata` always present.
+ */
 export type Lease = Builtin<coordinationv1.Lease>;
+/**
+ * A policy/v1 PodDisruptionBudget (how many pods voluntary evictions may take down) as the client and cache
+ * return it, with `metadata` always present.
+ */
 export type PodDisruptionBudget = Builtin<policyv1.PodDisruptionBudget>;
+/**
+ * A autoscaling/v2 HorizontalPodAutoscaler (scales a workload by its metrics) as the client and cache return
+ * it, with `metadata` always present.
+ */
 export type HorizontalPodAutoscaler = Builtin<autoscalingv2.HorizontalPodAutoscaler>;
+/**
+ * A storage.k8s.io/v1 StorageClass (how PersistentVolumes are provisioned) as the client and cache return it,
+ * with `metadata` always present.
+ */
 export type StorageClass = Builtin<storagev1.StorageClass>;
+/**
+ * A scheduling.k8s.io/v1 PriorityClass (scheduling priority and preemption for pods) as the client and cache
+ * return it, with `metadata` always present.
+ */
 export type PriorityClass = Builtin<schedulingv1.PriorityClass>;
+/**
+ * A apiextensions.k8s.io/v1 CustomResourceDefinition (declares a custom kind to the API server) as the client
+ * and cache return it, with `metadata` always present.
+ */
 export type CustomResourceDefinition = Builtin<apiextensionsv1.CustomResourceDefinition>;
+/**
+ * A admissionregistration.k8s.io/v1 ValidatingWebhookConfiguration (registers admission webhooks that may
+ * reject requests) as the client and cache return it, with `metadata` always present.
+ */
 export type ValidatingWebhookConfiguration = Builtin<admissionregistrationv1.ValidatingWebhookConfiguration>;
+/**
+ * A admissionregistration.k8s.io/v1 MutatingWebhookConfiguration (registers admission webhooks that may
+ * change objects) as the client and cache return it, with `metadata` always present.
+ */
 export type MutatingWebhookConfiguration = Builtin<admissionregistrationv1.MutatingWebhookConfiguration>;
 
+/**
+ * The kind reference for ConfigMaps (non-secret configuration that pods read as files or environment): pass
+ * it to the client, the cache and `controller().owns()`/`watches()` to get typed `ConfigMap` objects.
+ */
 export const ConfigMaps: KindRef<ConfigMap> = kindRef("v1", "ConfigMap");
+/**
+ * The kind reference for Secrets (credentials and keys, kept apart from ConfigMaps so RBAC can guard them):
+ * pass it to the client, the cache and `controller().owns()`/`watches()` to get typed `Secret` objects.
+ */
 export const Secrets: KindRef<Secret> = kindRef("v1", "Secret");
+/**
+ * The kind reference for Pods (the running unit of containers that workloads create): pass it to the client,
+ * the cache and `controller().owns()`/`watches()` to get typed `Pod` objects.
+ */
 export const Pods: KindRef<Pod> = kindRef("v1", "Pod");
+/**
+ * The kind reference for Services (a stable address and load balancing in front of pods): pass it to the
+ * client, the cache and `controller().owns()`/`watches()` to get typed `Service` objects.
+ */
 export const Services: KindRef<Service> = kindRef("v1", "Service");
+/**
+ * The kind reference for ServiceAccounts (the identity pods (and your operator) act as): pass it to the
+ * client, the cache and `controller().owns()`/`watches()` to get typed `ServiceAccount` objects.
+ */
 export const ServiceAccounts: KindRef<ServiceAccount> = kindRef("v1", "ServiceAccount");
+/**
+ * The kind reference for Namespaces (the scope most objects live in; a tenant boundary): pass it to the
+ * client, the cache and `controller().owns()`/`watches()` to get typed `Namespace` objects.
+ */
 export const Namespaces: KindRef<Namespace> = kindRef("v1", "Namespace");
+/**
+ * The kind reference for Nodes (a machine pods are scheduled onto (kwok nodes in the local control plane)):
+ * pass it to the client, the cache and `controller().owns()`/`watches()` to get typed `Node` objects.
+ */
 export const Nodes: KindRef<Node> = kindRef("v1", "Node");
+/**
+ * The kind reference for PersistentVolumes (a piece of storage in the cluster): pass it to the client, the
+ * cache and `controller().owns()`/`watches()` to get typed `PersistentVolume` objects.
+ */
 export const PersistentVolumes: KindRef<PersistentVolume> = kindRef("v1", "PersistentVolume");
+/**
+ * The kind reference for PersistentVolumeClaims (a request for storage that binds to a PersistentVolume):
+ * pass it to the client, the cache and `controller().owns()`/`watches()` to get typed `PersistentVolumeClaim`
+ * objects.
+ */
 export const PersistentVolumeClaims: KindRef<PersistentVolumeClaim> = kindRef("v1", "PersistentVolumeClaim");
+/**
+ * The kind reference for ResourceQuotas (limits on what one namespace may consume): pass it to the client,
+ * the cache and `controller().owns()`/`watches()` to get typed `ResourceQuota` objects.
+ */
 export const ResourceQuotas: KindRef<ResourceQuota> = kindRef("v1", "ResourceQuota");
+/**
+ * The kind reference for LimitRanges (per-pod and per-container defaults and limits in a namespace): pass it
+ * to the client, the cache and `controller().owns()`/`watches()` to get typed `LimitRange` objects.
+ */
 export const LimitRanges: KindRef<LimitRange> = kindRef("v1", "LimitRange");
+/**
+ * The kind reference for CoreEvents (the legacy core/v1 Event, for reading what other components reported):
+ * pass it to the client, the cache and `controller().owns()`/`watches()` to get typed `CoreEvent` objects.
+ */
 export const CoreEvents: KindRef<CoreEvent> = kindRef("v1", "Event");
+/**
+ * The kind reference for Deployments (stateless replicas rolled out through ReplicaSets): pass it to the
+ * client, the cache and `controller().owns()`/`watches()` to get typed `Deployment` objects.
+ */
 export const Deployments: KindRef<Deployment> = kindRef("apps/v1", "Deployment");
+/**
+ * The kind reference for ReplicaSets (a set of identical pods a Deployment manages): pass it to the client,
+ * the cache and `controller().owns()`/`watches()` to get typed `ReplicaSet` objects.
+ */
 export const ReplicaSets: KindRef<ReplicaSet> = kindRef("apps/v1", "ReplicaSet");
+/**
+ * The kind reference for StatefulSets (pods with stable names and storage): pass it to the client, the cache
+ * and `controller().owns()`/`watches()` to get typed `StatefulSet` objects.
+ */
 export const StatefulSets: KindRef<StatefulSet> = kindRef("apps/v1", "StatefulSet");
+/**
+ * The kind reference for DaemonSets (one pod per (matching) node): pass it to the client, the cache and
+ * `controller().owns()`/`watches()` to get typed `DaemonSet` objects.
+ */
 export const DaemonSets: KindRef<DaemonSet> = kindRef("apps/v1", "DaemonSet");
+/**
+ * The kind reference for Jobs (pods that run to completion): pass it to the client, the cache and
+ * `controller().owns()`/`watches()` to get typed `Job` objects.
+ */
 export const Jobs: KindRef<Job> = kindRef("batch/v1", "Job");
+/**
+ * The kind reference for CronJobs (Jobs on a schedule): pass it to the client, the cache and
+ * `controller().owns()`/`watches()` to get typed `CronJob` objects.
+ */
 export const CronJobs: KindRef<CronJob> = kindRef("batch/v1", "CronJob");
+/**
+ * The kind reference for Ingresses (HTTP routing from outside the cluster to Services): pass it to the
+ * client, the cache and `controller().owns()`/`watches()` to get typed `Ingress` objects.
+ */
 export const Ingresses: KindRef<Ingress> = kindRef("networking.k8s.io/v1", "Ingress");
+/**
+ * The kind reference for IngressClasses (which ingress controller serves an Ingress): pass it to the client,
+ * the cache and `controller().owns()`/`watches()` to get typed `IngressClass` objects.
+ */
 export const IngressClasses: KindRef<IngressClass> = kindRef("networking.k8s.io/v1", "IngressClass");
+/**
+ * The kind reference for EndpointSlices (the ready addresses behind a Service): pass it to the client, the
+ * cache and `controller().owns()`/`watches()` to get typed `EndpointSlice` objects.
+ */
 export const EndpointSlices: KindRef<EndpointSlice> = kindRef("discovery.k8s.io/v1", "EndpointSlice");
+/**
+ * The kind reference for NetworkPolicies (which traffic may reach pods): pass it to the client, the cache and
+ * `controller().owns()`/`watches()` to get typed `NetworkPolicy` objects.
+ */
 export const NetworkPolicies: KindRef<NetworkPolicy> = kindRef("networking.k8s.io/v1", "NetworkPolicy");
+/**
+ * The kind reference for Roles (namespaced RBAC permissions): pass it to the client, the cache and
+ * `controller().owns()`/`watches()` to get typed `Role` objects.
+ */
 export const Roles: KindRef<Role> = kindRef("rbac.authorization.k8s.io/v1", "Role");
+/**
+ * The kind reference for RoleBindings (grants a Role (or ClusterRole) in one namespace): pass it to the
+ * client, the cache and `controller().owns()`/`watches()` to get typed `RoleBinding` objects.
+ */
 export const RoleBindings: KindRef<RoleBinding> = kindRef("rbac.authorization.k8s.io/v1", "RoleBinding");
+/**
+ * The kind reference for ClusterRoles (cluster-wide RBAC permissions): pass it to the client, the cache and
+ * `controller().owns()`/`watches()` to get typed `ClusterRole` objects.
+ */
 export const ClusterRoles: KindRef<ClusterRole> = kindRef("rbac.authorization.k8s.io/v1", "ClusterRole");
+/**
+ * The kind reference for ClusterRoleBindings (grants a ClusterRole everywhere): pass it to the client, the
+ * cache and `controller().owns()`/`watches()` to get typed `ClusterRoleBinding` objects.
+ */
 export const ClusterRoleBindings: KindRef<ClusterRoleBinding> = kindRef(
   "rbac.authorization.k8s.io/v1",
   "ClusterRoleBinding",
 );
+/**
+ * The kind reference for Leases (a lock with a holder and a renew time (leader election, node heartbeats)):
+ * pass it to the client, the cache and `controller().owns()`/`watches()` to get typed `Lease` objects.
+ */
 export const Leases: KindRef<Lease> = kindRef("coordination.k8s.io/v1", "Lease");
+/**
+ * The kind reference for PodDisruptionBudgets (how many pods voluntary evictions may take down): pass it to
+ * the client, the cache and `controller().owns()`/`watches()` to get typed `PodDisruptionBudget` objects.
+ */
 export const PodDisruptionBudgets: KindRef<PodDisruptionBudget> = kindRef("policy/v1", "PodDisruptionBudget");
+/**
+ * The kind reference for HorizontalPodAutoscalers (scales a workload by its metrics): pass it to the client,
+ * the cache and `controller().owns()`/`watches()` to get typed `HorizontalPodAutoscaler` objects.
+ */
 export const HorizontalPodAutoscalers: KindRef<HorizontalPodAutoscaler> = kindRef(
   "autoscaling/v2",
   "HorizontalPodAutoscaler",
 );
+/**
+ * The kind reference for StorageClasses (how PersistentVolumes are provisioned): pass it to the client, the
+ * cache and `controller().owns()`/`watches()` to get typed `StorageClass` objects.
+ */
 export const StorageClasses: KindRef<StorageClass> = kindRef("storage.k8s.io/v1", "StorageClass");
+/**
+ * The kind reference for PriorityClasses (scheduling priority and preemption for pods): pass it to the
+ * client, the cache and `controller().owns()`/`watches()` to get typed `PriorityClass` objects.
+ */
 export const PriorityClasses: KindRef<PriorityClass> = kindRef("scheduling.k8s.io/v1", "PriorityClass");
+/**
+ * The kind reference for CustomResourceDefinitions (declares a custom kind to the API server): pass it to the
+ * client, the cache and `controller().owns()`/`watches()` to get typed `CustomResourceDefinition` objects.
+ */
 export const CustomResourceDefinitions: KindRef<CustomResourceDefinition> = kindRef(
   "apiextensions.k8s.io/v1",
   "CustomResourceDefinition",
 );
+/**
+ * The kind reference for ValidatingWebhookConfigurations (registers admission webhooks that may reject
+ * requests): pass it to the client, the cache and `controller().owns()`/`watches()` to get typed
+ * `ValidatingWebhookConfiguration` objects.
+ */
 export const ValidatingWebhookConfigurations: KindRef<ValidatingWebhookConfiguration> = kindRef(
   "admissionregistration.k8s.io/v1",
   "ValidatingWebhookConfiguration",
 );
+/**
+ * The kind reference for MutatingWebhookConfigurations (registers admission webhooks that may change
+ * objects): pass it to the client, the cache and `controller().owns()`/`watches()` to get typed
+ * `MutatingWebhookConfiguration` objects.
+ */
 export const MutatingWebhookConfigurations: KindRef<MutatingWebhookConfiguration> = kindRef(
   "admissionregistration.k8s.io/v1",
   "MutatingWebhookConfiguration",
@@ -117,5 +387,9 @@ export type PolicyRule = rbacv1.PolicyRule;
  * ClusterRole (the safe default for e.g. Nodes).
  */
 export interface ExtraPolicyRule extends PolicyRule {
+  /**
+   * True puts the rule into the operator's Role (namespaced) instead of its ClusterRole; set it for
+   * namespaced resources to keep RBAC least-privilege.
+   */
   namespaced?: boolean;
 }

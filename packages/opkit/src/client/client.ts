@@ -40,26 +40,46 @@ export interface CallOptions {
 export interface ClientDefaults {
   /** Combined with each call's own signal: either aborts the call. */
   signal?: AbortSignal;
+  /**
+   * The field manager this view's writes and applies use when a call names none (its own operator's, so
+   * ownership of fields is not attributed to someone else).
+   */
   fieldManager?: string;
 }
 
 /** The namespace of a namespaced kind (ignored for cluster-scoped kinds). */
 export interface NamespaceOption {
+  /** The namespace to address; default the client's kubeconfig namespace for namespaced kinds. */
   namespace?: string;
 }
 
 /** `get`'s options. */
 export interface GetOptions extends NamespaceOption, CallOptions {
+  /** Read a subresource instead of the object, e.g. "status" or "scale". */
   subresource?: string;
 }
 
 /** `list`'s and `listAll`'s options. */
 export interface ListOptions extends NamespaceOption, CallOptions {
+  /** Only objects whose labels match, in the API's selector syntax (`app=web,tier!=db`). */
   labelSelector?: string;
+  /**
+   * Only objects whose fields match, e.g. `metadata.name=x` or `spec.nodeName=n1`; the server supports few
+   * fields per kind.
+   */
   fieldSelector?: string;
+  /**
+   * Page size: at most this many items per response; pass the returned `continue` token for the next page.
+   */
   limit?: number;
+  /** The `metadata.continue` token of the previous page, to fetch the next one. */
   continue?: string;
+  /**
+   * Read at (or not older than) this resource version; "0" lets the server answer from its watch cache, which
+   * is cheaper but may be stale.
+   */
   resourceVersion?: string;
+  /** How `resourceVersion` is interpreted: exactly that version, or any version not older than it. */
   resourceVersionMatch?: "Exact" | "NotOlderThan";
   /** Ask only for metadata (PartialObjectMetadata): far less memory for kinds whose content is not needed. */
   metadataOnly?: boolean;
@@ -67,7 +87,9 @@ export interface ListOptions extends NamespaceOption, CallOptions {
 
 /** Options shared by writes. */
 export interface WriteOptions extends CallOptions {
+  /** Have the server validate and admit the write without persisting it, e.g. to preview a change. */
   dryRun?: boolean;
+  /** The field manager recorded for this write; default the client's (the operator's) field manager. */
   fieldManager?: string;
   /** How the server treats unknown or duplicate fields: "Strict" fails the request. */
   fieldValidation?: "Ignore" | "Warn" | "Strict";
@@ -75,6 +97,7 @@ export interface WriteOptions extends CallOptions {
 
 /** `update`'s options. */
 export interface UpdateOptions extends WriteOptions {
+  /** Write a subresource, e.g. "status", so spec and status writes stay separate. */
   subresource?: string;
 }
 
@@ -83,40 +106,75 @@ export type PatchType = "json" | "merge" | "strategic";
 
 /** `patch`'s options. */
 export interface PatchOptions extends WriteOptions, NamespaceOption {
+  /** Which patch format the body is in. */
   type: PatchType;
+  /** Patch a subresource, e.g. "status" or "scale". */
   subresource?: string;
 }
 
 /** Server-side apply's options. */
 export interface ApplyOptions extends WriteOptions {
+  /**
+   * Take ownership of fields another manager owns instead of failing with a conflict; controllers usually
+   * force, since they are the authority for what they apply.
+   */
   force?: boolean;
+  /** Apply to a subresource, e.g. "status". */
   subresource?: string;
 }
 
 /** `delete`'s options. */
 export interface DeleteOptions extends NamespaceOption, CallOptions {
+  /**
+   * What happens to dependents: "Background" (default for most kinds) deletes them after the owner,
+   * "Foreground" before it, "Orphan" keeps them.
+   */
   propagationPolicy?: "Foreground" | "Background" | "Orphan";
+  /** Seconds the object gets to shut down (pods); 0 deletes at once. */
   gracePeriodSeconds?: number;
+  /**
+   * Delete only if the object still has this uid or resource version, so a recreated or changed object is not
+   * deleted by mistake.
+   */
   preconditions?: { uid?: string; resourceVersion?: string };
+  /** Have the server check the delete without performing it. */
   dryRun?: boolean;
 }
 
 /** `deleteAllOf`'s options. */
 export interface DeleteAllOfOptions extends DeleteOptions {
+  /** Delete only objects whose labels match this selector. */
   labelSelector?: string;
+  /** Delete only objects whose fields match this selector. */
   fieldSelector?: string;
 }
 
 /** `watch`'s options. */
 export interface WatchOptions extends NamespaceOption, CallOptions {
+  /** Only events for objects whose labels match this selector. */
   labelSelector?: string;
+  /** Only events for objects whose fields match this selector. */
   fieldSelector?: string;
+  /**
+   * Start after this resource version (from a list or an earlier watch); a too old one fails with 410 Gone,
+   * then list again.
+   */
   resourceVersion?: string;
+  /**
+   * Ask for BOOKMARK events, which advance the resource version without a change, so a restart resumes
+   * without a relist.
+   */
   allowWatchBookmarks?: boolean;
+  /**
+   * Ask the server to end the watch after this many seconds; the caller then resumes from the last resource
+   * version.
+   */
   timeoutSeconds?: number;
+  /** Stream the current objects as ADDED events first (watch-list), instead of a separate list call. */
   sendInitialEvents?: boolean;
   /** Milliseconds without any byte before the stream is considered dead. */
   idleTimeoutMs?: number;
+  /** Watch only metadata (PartialObjectMetadata), for kinds whose content is not needed. */
   metadataOnly?: boolean;
 }
 
@@ -148,10 +206,19 @@ interface Shared {
  * do harm (transport.ts says which).
  */
 export class KubeClient {
+  /**
+   * The HTTP transport (connection pool, retries, rate limit) that every call of this client and its views
+   * goes through.
+   */
   readonly transport: Transport;
+  /** The REST mapper that turns a kind into its resource path via discovery; shared with views. */
   readonly mapper: RestMapper;
   /** The cluster and credentials this client uses (from the kubeconfig, in-cluster, or given). */
   readonly config: ClusterConfig;
+  /**
+   * The field manager writes and applies use by default (ClientOptions.fieldManager, or the `withDefaults`
+   * one).
+   */
   readonly fieldManager: string;
   /** The signal a `withDefaults` view adds to every call. */
   readonly signal: AbortSignal | undefined;

@@ -20,8 +20,11 @@ export type Material = { data: string | Uint8Array } | { file: string };
 
 /** An exec credential plugin (`users[].user.exec`), e.g. `aws eks get-token` or `gke-gcloud-auth-plugin`. */
 export interface ExecConfig {
+  /** The plugin executable, found on PATH unless a path is given. */
   command: string;
+  /** Arguments passed to the plugin. */
   args?: string[];
+  /** Extra environment variables for the plugin. */
   env?: { name: string; value: string }[];
   /** `client.authentication.k8s.io/v1` or `/v1beta1`: the ExecCredential version exchanged. */
   apiVersion: string;
@@ -37,15 +40,21 @@ export interface ExecConfig {
 
 /** A legacy auth-provider plugin (`users[].user.auth-provider`: oidc, azure, gcp), run by client-node. */
 export interface AuthProviderConfig {
+  /** The provider's name, e.g. "oidc". */
   name: string;
+  /** The provider's settings as the kubeconfig holds them (client-node may write refreshed tokens back). */
   config?: Record<string, string>;
 }
 
 /** Impersonation (`as`, `as-uid`, `as-groups`, `as-user-extra`): sent as Impersonate-* headers. */
 export interface ImpersonationConfig {
+  /** The user name to act as. */
   user?: string;
+  /** The uid of the user to act as. */
   uid?: string;
+  /** The groups to act as a member of. */
   groups?: string[];
+  /** Extra user attributes to act with, by key. */
   extra?: Record<string, string[]>;
 }
 
@@ -57,21 +66,33 @@ export interface ImpersonationConfig {
 export interface ClusterConfig {
   /** The API server's URL; a path after the host is kept as a prefix of every request. */
   server: string;
+  /** The CA bundle that signed the server's certificate; default the system's trust store. */
   certificateAuthority?: Material;
+  /** Skip verifying the server's certificate; only for throwaway local clusters, never in production. */
   insecureSkipTLSVerify?: boolean;
   /** The name to verify the server's certificate against, when it differs from the host. */
   tlsServerName?: string;
   /** An http(s) or socks5 proxy for this cluster; otherwise HTTPS_PROXY/NO_PROXY apply. */
   proxyUrl?: string;
+  /** The client certificate (mTLS), with `clientKey`. */
   clientCertificate?: Material;
+  /** The private key of `clientCertificate`. */
   clientKey?: Material;
+  /** A bearer token sent as the Authorization header. */
   token?: string;
   /** A bearer token file, re-read at most every `credentialReloadMs` (a rotated service account token). */
   tokenFile?: string;
+  /** Basic auth user name (rarely enabled on real clusters). */
   username?: string;
+  /** Basic auth password. */
   password?: string;
+  /**
+   * Act as another user or group (needs the `impersonate` verb), e.g. to test an operator under its own RBAC.
+   */
   impersonate?: ImpersonationConfig;
+  /** An exec credential plugin that prints a token or certificate (cloud providers' login helpers). */
   exec?: ExecConfig;
+  /** A legacy auth-provider plugin (oidc, azure, gcp). */
   authProvider?: AuthProviderConfig;
   /** The context's default namespace (in a pod: the service account's namespace). */
   namespace?: string;

@@ -5,12 +5,19 @@
 
 /** The `Status` object the API server returns with a failure. */
 export interface ApiStatus {
+  /** Always "Status" when present. */
   kind?: "Status";
+  /** Usually "v1". */
   apiVersion?: string;
+  /** "Failure" for errors. */
   status?: string;
+  /** The server's human-readable explanation. */
   message?: string;
+  /** A machine-readable reason (NotFound, AlreadyExists, Conflict, Invalid, Forbidden, ...) to branch on. */
   reason?: string;
+  /** The HTTP status code. */
   code?: number;
+  /** Which object the failure is about, the field-level causes and how long to wait before a retry. */
   details?: {
     name?: string;
     group?: string;
@@ -21,14 +28,24 @@ export interface ApiStatus {
   };
 }
 
+/**
+ * One reason a request failed, e.g. a field that did not validate; read it to tell the user which field to
+ * fix.
+ */
 export interface StatusCause {
+  /** A machine-readable cause, e.g. "FieldValueRequired". */
   reason?: string;
+  /** What is wrong, in words. */
   message?: string;
+  /** The field path the cause is about, e.g. "spec.replicas". */
   field?: string;
 }
 
+/** The request that failed, so an error message and log line say which call it was. */
 export interface RequestInfo {
+  /** The HTTP method, e.g. "PATCH". */
   method: string;
+  /** The request path, e.g. "/apis/apps/v1/namespaces/default/deployments/web". */
   path: string;
 }
 
@@ -42,9 +59,13 @@ export interface KubeApiErrorOptions {
 
 /** A failure answer from the API server; subclasses name the common reasons. */
 export class KubeApiError extends Error {
+  /** The HTTP status code of the answer. */
   readonly code: number;
+  /** The Status reason (e.g. "Conflict"), or "Unknown" when the server gave none. */
   readonly reason: string;
+  /** The full Status object the server returned. */
   readonly status: ApiStatus;
+  /** The request that failed. */
   readonly request: RequestInfo;
   /**
    * True when this answer came to a retry of a write whose earlier attempt may have been applied (its
@@ -97,6 +118,7 @@ export class ServerError extends KubeApiError {}
 
 /** A request the API server refused because the object is invalid; `causes` name the fields. */
 export class InvalidError extends KubeApiError {
+  /** The field-level reasons the object was rejected; empty when the server named none. */
   get causes(): StatusCause[] {
     return this.status.details?.causes ?? [];
   }
@@ -107,6 +129,7 @@ export class ForbiddenError extends KubeApiError {}
 
 /** No answer from the server: connection refused, reset or lost, TLS failure, proxy failure, timeout. */
 export class ConnectionError extends Error {
+  /** The request that got no answer. */
   readonly request: RequestInfo;
   /**
    * True when the connection failed before any of the request was sent (refused, DNS, connect
@@ -136,7 +159,9 @@ function describe(cause: unknown): string {
  * checks keep working.
  */
 export class RequestAbortedError extends Error {
+  /** The request that was aborted. */
   readonly request: RequestInfo;
+  /** The AbortSignal's reason, e.g. the manager's shutdown or a reconcile timeout error. */
   readonly reason: unknown;
   constructor(request: RequestInfo, reason: unknown) {
     const why =
@@ -173,7 +198,9 @@ export class CredentialsError extends Error {
 
 /** A kind the server does not serve (yet): no such apiVersion, or no such kind in it. */
 export class UnknownKindError extends Error {
+  /** The apiVersion that was asked for. */
   readonly apiVersion: string;
+  /** The kind that was asked for. */
   readonly kind: string;
   constructor(apiVersion: string, kind: string, detail: string) {
     super(`the server does not serve kind ${kind} in ${apiVersion}: ${detail}`);

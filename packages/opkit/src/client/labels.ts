@@ -3,20 +3,31 @@
  * once and matched in memory by the cache and by predicates.
  */
 
+/** One expression of a structured label selector (`matchExpressions`). */
 export interface LabelSelectorRequirement {
+  /** The label key the expression tests. */
   key: string;
+  /** In / NotIn compare the value with `values`; Exists / DoesNotExist test only the key. */
   operator: "In" | "NotIn" | "Exists" | "DoesNotExist";
+  /** The values for In and NotIn; empty for Exists and DoesNotExist. */
   values?: string[];
 }
 
 /** The structured form used in manifests (`spec.selector`). */
 export interface LabelSelector {
+  /** Labels that must have exactly these values. */
   matchLabels?: Record<string, string>;
+  /** Further requirements; all must hold (AND). */
   matchExpressions?: LabelSelectorRequirement[];
 }
 
+/** A compiled selector: true when the labels match. Build one once and call it per object. */
 export type LabelMatcher = (labels: Record<string, string> | undefined) => boolean;
 
+/**
+ * A label selector that does not parse or is not valid; the message quotes the selector and says what is
+ * wrong.
+ */
 export class LabelSelectorError extends Error {
   constructor(selector: string, detail: string) {
     super(`invalid label selector "${selector}": ${detail}`);

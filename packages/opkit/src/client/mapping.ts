@@ -9,14 +9,21 @@ import { registerKind } from "./scopes.ts";
 
 /** Where a kind lives in the API: its resource, scope, verbs and subresources. */
 export interface ResourceMapping {
+  /** "group/version", or "v1" for the core group. */
   apiVersion: string;
+  /** The API group; "" for the core group. */
   group: string;
+  /** The version within the group. */
   version: string;
+  /** The kind name. */
   kind: string;
   /** Plural resource name, e.g. "deployments". */
   resource: string;
+  /** Whether objects of the kind live in a namespace. */
   namespaced: boolean;
+  /** The verbs the server allows on the resource (get, list, watch, patch, ...). */
   verbs: string[];
+  /** The subresources the server serves, e.g. ["status", "scale"]. */
   subresources: string[];
 }
 

@@ -6,12 +6,17 @@
  */
 import type { KindRef } from "./types.ts";
 
+/**
+ * Whether a kind's objects live in a namespace ("Namespaced") or cluster-wide ("Cluster"); decides URL paths,
+ * owner references and RBAC roles.
+ */
 export type KindScope = "Namespaced" | "Cluster";
 
 /** A kind's resource name and scope. */
 export interface KnownKind {
   /** Plural resource name, e.g. "deployments". */
   resource: string;
+  /** Whether the kind is namespaced or cluster-scoped. */
   scope: KindScope;
 }
 

@@ -56,11 +56,15 @@ export interface RequestOptions {
 
 /** One HTTP exchange, for metrics (`onRequest`). */
 export interface RequestEvent {
+  /** The HTTP method. */
   method: string;
+  /** The request path (without the query). */
   path: string;
   /** True for watch requests (counted separately: a reconnect loop shows here). */
   watch: boolean;
+  /** The HTTP status code, or 0 when no answer came. */
   code: number;
+  /** How long the exchange took, in milliseconds. */
   durationMs: number;
 }
 
@@ -80,6 +84,7 @@ export interface TransportOptions {
   onRequest?: (event: RequestEvent) => void;
   /** Client-side rate limit in requests per second (off by default, as in controller-runtime ≥ 0.21). */
   qps?: number;
+  /** How many requests may go at once above `qps` before the limit applies (default: qps). */
   burst?: number;
   /**
    * Sleep used for retry delays and the rate limit; injectable for tests. The signal, when given, is

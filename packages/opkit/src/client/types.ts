@@ -1,62 +1,112 @@
-export { groupOf } from "./scopes.ts";
-
 /**
  * The shapes every Kubernetes object shares, as they travel in JSON (timestamps are RFC 3339 strings).
  */
+export { groupOf } from "./scopes.ts";
 
+/**
+ * A reference from a dependent to the object that owns it: the garbage collector deletes the dependent with
+ * its owner, and `owns()` watches map the dependent's events to the owner.
+ */
 export interface OwnerReference {
+  /** The owner's apiVersion. */
   apiVersion: string;
+  /** The owner's kind. */
   kind: string;
+  /** The owner's name (always in the dependent's namespace, or cluster-scoped). */
   name: string;
+  /** The owner's uid, so a recreated owner with the same name does not adopt the dependent. */
   uid: string;
+  /** True on the one managing owner; controllers map events of owned objects back through it. */
   controller?: boolean;
+  /** Foreground deletion of the owner waits for this dependent to go first. */
   blockOwnerDeletion?: boolean;
 }
 
+/**
+ * Which manager last set which fields (server-side apply's bookkeeping); read it to find who owns a field.
+ */
 export interface ManagedFieldsEntry {
+  /** The field manager's name. */
   manager?: string;
+  /** "Apply" or "Update". */
   operation?: string;
+  /** The apiVersion the fields are expressed in. */
   apiVersion?: string;
+  /** When the entry last changed (RFC 3339). */
   time?: string;
+  /** The format of `fieldsV1` ("FieldsV1"). */
   fieldsType?: string;
+  /** The set of fields this manager owns. */
   fieldsV1?: Record<string, unknown>;
+  /** The subresource the write went to, e.g. "status". */
   subresource?: string;
 }
 
+/**
+ * The metadata every Kubernetes object has: identity, version, labels, annotations, ownership, finalizers.
+ */
 export interface ObjectMeta {
+  /** The object's name, unique per kind within its namespace. */
   name?: string;
+  /** A prefix from which the server generates a unique name on create. */
   generateName?: string;
+  /** The object's namespace; absent for cluster-scoped objects. */
   namespace?: string;
+  /** A server-assigned id that differs between two objects that had the same name. */
   uid?: string;
+  /** The version of this object the server last stored; send it back on update for optimistic concurrency. */
   resourceVersion?: string;
+  /** Incremented by the server on every spec change; compare with a status's observedGeneration. */
   generation?: number;
+  /** When the object was created (RFC 3339). */
   creationTimestamp?: string;
+  /** Set when deletion was requested; the object stays until its finalizers are removed. */
   deletionTimestamp?: string;
+  /** Seconds left for graceful deletion. */
   deletionGracePeriodSeconds?: number;
+  /** Labels, for selection by selectors. */
   labels?: Record<string, string>;
+  /** Annotations: non-identifying data for tools. */
   annotations?: Record<string, string>;
+  /**
+   * The objects this one belongs to, for garbage collection and for mapping events to the owner's controller.
+   */
   ownerReferences?: OwnerReference[];
+  /** Keys that block deletion until whoever added them has cleaned up. */
   finalizers?: string[];
+  /** Server-side apply's record of who owns which fields. */
   managedFields?: ManagedFieldsEntry[];
 }
 
+/** The metadata of a list: the resource version to watch from and the continue token for paging. */
 export interface ListMeta {
+  /** The version the list was read at; start a watch from it to miss nothing. */
   resourceVersion?: string;
+  /** The token for the next page, when the list was limited. */
   continue?: string;
+  /** An estimate of items left after this page, when the server knows. */
   remainingItemCount?: number;
 }
 
 /** Any Kubernetes object. Kinds narrow it with their own spec and status. */
 export interface KubeObject {
+  /** "group/version" of the object, e.g. "apps/v1". */
   apiVersion?: string;
+  /** The object's kind, e.g. "Deployment". */
   kind?: string;
+  /** Name, namespace, labels and everything else the server tracks about the object. */
   metadata: ObjectMeta;
 }
 
+/** A list of objects as the server returns it (`list`). */
 export interface KubeList<T extends KubeObject> {
+  /** The list's apiVersion. */
   apiVersion?: string;
+  /** The list kind, e.g. "PodList". */
   kind?: string;
+  /** The resource version and continue token of the list. */
   metadata: ListMeta;
+  /** The objects, in the server's order. */
   items: T[];
 }
 
@@ -65,7 +115,9 @@ export interface KubeList<T extends KubeObject> {
  * `get`, `list`, `apply` and the cache, so callers never cast.
  */
 export interface KindRef<T extends KubeObject = KubeObject> {
+  /** "group/version" of the kind, e.g. "apps/v1" or "v1". */
   apiVersion: string;
+  /** The kind name, e.g. "Deployment". */
   kind: string;
   /** Phantom field: never set at run time, only carries T. */
   readonly __type?: T;
@@ -76,10 +128,17 @@ export function kindRef<T extends KubeObject>(apiVersion: string, kind: string):
   return { apiVersion, kind };
 }
 
+/**
+ * What a watch event says happened: an object was added, changed or deleted; BOOKMARK only advances the
+ * resource version; ERROR carries a Status (e.g. 410 Gone).
+ */
 export type WatchEventType = "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK" | "ERROR";
 
+/** One event of a watch stream. */
 export interface WatchEvent<T extends KubeObject = KubeObject> {
+  /** What happened. */
   type: WatchEventType;
+  /** The object after the change (for DELETED: its last state; for ERROR: a Status). */
   object: T;
 }
 
