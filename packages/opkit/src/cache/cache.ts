@@ -19,12 +19,23 @@ import type { IndexFunc, StoreListOptions } from "./store.ts";
 /** controller-runtime's default resync period: 10 hours (each informer jitters it by ±10%). */
 export const DEFAULT_RESYNC_PERIOD_MS = 10 * 60 * 60 * 1000;
 
+/**
+ * How one kind is cached: which namespaces, which objects (selectors), how much of each (metadata only, a
+ * transform). Narrow the cache where you can: less memory, and a narrower scope needs narrower RBAC.
+ */
 export interface KindCacheOptions<T extends KubeObject = KubeObject> {
   /** Watch only this namespace (least privilege: a Role instead of a ClusterRole suffices). */
   namespace?: string;
   /** Watch these namespaces (one informer each, read as one cache). */
   namespaces?: readonly string[];
+  /**
+   * Cache only objects whose labels match, e.g. `app.kubernetes.io/managed-by=my-operator`; objects outside
+   * it are invisible to reads and watches.
+   */
   labelSelector?: string;
+  /**
+   * Cache only objects whose fields match, e.g. `spec.nodeName=n1` (the server supports few fields per kind).
+   */
   fieldSelector?: string;
   /** Keep only metadata (PartialObjectMetadata), stamped with the kind's apiVersion and kind. */
   metadataOnly?: boolean;
@@ -34,6 +45,7 @@ export interface KindCacheOptions<T extends KubeObject = KubeObject> {
 
 /** Cache options of one kind, named by its reference (so a typo is a compile error, not silence). */
 export interface KindCacheEntry<T extends KubeObject = KubeObject> extends KindCacheOptions<T> {
+  /** The kind these options apply to. */
   kind: KindRef<T>;
 }
 
@@ -45,6 +57,10 @@ export function cacheKind<T extends KubeObject>(
   return { ...opts, kind };
 }
 
+/**
+ * The options of a `Cache` (the manager's `cache` option): per-kind scopes and selectors, a default namespace
+ * scope, the resync period, and where errors go.
+ */
 export interface CacheOptions {
   /** Per-kind options. A kind may appear once. */
   kinds?: readonly KindCacheEntry[];
@@ -54,9 +70,14 @@ export interface CacheOptions {
   namespaces?: readonly string[];
   /** Re-deliver cached objects this often (default 10 h, ±10% jitter; 0 disables). */
   resyncPeriodMs?: number;
+  /**
+   * Use the streaming initial list (watch-list) where the server supports it, to lower the list's memory peak
+   * (default true).
+   */
   streamingList?: boolean;
   /** How long a watch may stay silent before it is reopened (default 75 s; see ReflectorOptions). */
   progressDeadlineMs?: number;
+  /** Time source for resyncs and backoff; a FakeClock in tests. */
   clock?: Clock;
   /** Told once per kind about list/watch failures (the manager logs them). */
   onError?: (err: unknown, kind: string) => void;
@@ -74,8 +95,11 @@ export class CacheConfigError extends Error {
 
 /** A read named a namespace this kind is not cached in: the cache cannot answer it. */
 export class NamespaceNotCachedError extends Error {
+  /** The kind that was read. */
   readonly kind: string;
+  /** The namespace the read asked for ("" for a read across all namespaces). */
   readonly namespace: string;
+  /** The namespaces the kind is cached in. */
   readonly scope: readonly string[];
   constructor(kind: string, namespace: string | undefined, scope: readonly string[]) {
     super(
@@ -92,7 +116,9 @@ export class NamespaceNotCachedError extends Error {
 
 /** A read of a namespaced kind by name without a namespace: the name alone does not identify an object. */
 export class NamespaceRequiredError extends Error {
+  /** The kind that was read. */
   readonly kind: string;
+  /** The name that was asked for without a namespace. */
   readonly objectName: string;
   constructor(kind: string, name: string) {
     super(
@@ -121,7 +147,14 @@ function scopeOf(o: { namespace?: string; namespaces?: readonly string[] }, what
   return [...new Set(list)].sort();
 }
 
+/**
+ * The shared informer cache that controllers read from: one list+watch per kind and scope however many
+ * controllers use it, synchronous frozen reads, custom indexes and read-your-writes waits. The manager owns
+ * one (`mgr.cache`); reconcilers read through it instead of the API server, which keeps the server's load
+ * independent of the reconcile rate.
+ */
 export class Cache {
+  /** The client informers list and watch with. */
   readonly client: ListWatcher;
   private readonly opts: CacheOptions;
   private readonly clock: Clock;
@@ -270,20 +303,27 @@ export class Cache {
       throw new NamespaceNotCachedError(kindName(kind), namespace, scope);
   }
 
+  /** Start every informer created so far; informers created later start at once. The manager calls it. */
   start(): void {
     this.started = true;
     for (const inf of this.informers.values()) inf.start();
   }
 
+  /** Stop every informer and wait until their watches are closed. */
   async stop(): Promise<void> {
     this.started = false;
     await Promise.all([...this.informers.values()].map((i) => i.stop()));
   }
 
+  /** True once every informer has completed its first list (reads no longer throw CacheNotSyncedError). */
   synced(): boolean {
     return [...this.informers.values()].every((i) => i.hasSynced());
   }
 
+  /**
+   * Per-informer state (synced, objects held, watch restarts, relists, the last error), for readiness checks
+   * and diagnostics.
+   */
   health(): InformerHealth[] {
     return [...this.informers.values()].flatMap((i) => i.health());
   }

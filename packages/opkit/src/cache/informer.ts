@@ -22,6 +22,7 @@ import { Store, type IndexFunc, type StoreListOptions } from "./store.ts";
 export interface EventHandler<T extends KubeObject> {
   /** `initial` is true for objects delivered by the first list (and by resyncs): low priority. */
   onAdd?(obj: DeepReadonly<T>, initial: boolean): void | Promise<void>;
+  /** An object changed; `resync` is true when it is a periodic re-delivery of an unchanged object. */
   onUpdate?(oldObj: DeepReadonly<T>, newObj: DeepReadonly<T>, resync: boolean): void | Promise<void>;
   /** The last known state of the object. After a relist this may be older than the actual deletion. */
   onDelete?(obj: DeepReadonly<T>): void | Promise<void>;
@@ -38,6 +39,7 @@ export interface InformerOptions<T extends KubeObject> extends ReflectorOptions<
 
 /** A read of a kind whose cache has not synced yet: its answer would be "not found" for objects that exist. */
 export class CacheNotSyncedError extends Error {
+  /** The kind whose cache is not synced yet. */
   readonly kind: string;
   /** Resolves when the cache that refused the read has synced. */
   readonly whenSynced: () => Promise<void>;
@@ -56,31 +58,47 @@ export class CacheNotSyncedError extends Error {
  * sync state. One Informer implements it per scope; a cache over several namespaces joins several.
  */
 export interface SharedInformer<T extends KubeObject> {
+  /** The kind this informer caches. */
   readonly kind: KindRef<T>;
   /** Throws CacheNotSyncedError before the first list completed. */
   get(namespace: string | undefined, name: string): DeepReadonly<T> | undefined;
   /** Throws CacheNotSyncedError before the first list completed. */
   list(opts?: StoreListOptions): DeepReadonly<T>[];
+  /** Be told about every change from now on; objects already cached are delivered as adds first. */
   addEventHandler(h: EventHandler<T>): void;
+  /** Stop telling this handler about changes. */
   removeEventHandler(h: EventHandler<T>): void;
+  /**
+   * Add a custom index (e.g. by a referenced Secret) to look objects up by `list({ index })` instead of
+   * scanning.
+   */
   addIndex(name: string, fn: IndexFunc<T>): void;
+  /** True once the first list completed. */
   hasSynced(): boolean;
+  /** Resolves when the first list has completed. */
   waitForSync(): Promise<void>;
   /**
    * Resolves once the cache has seen this resourceVersion (from a write's answer) or a later one;
    * `namespace` names the written object's namespace where informers are split by namespace.
    */
   waitForResourceVersion(resourceVersion: string, namespace?: string): Promise<void>;
+  /** State of this informer (one entry per watched namespace). */
   health(): InformerHealth[];
+  /** Begin listing and watching. */
   start(): void;
+  /** Stop watching and wait until the watch is closed. */
   stop(): Promise<void>;
 }
 
+/** One informer's state, for readiness checks, `opkit top` and the informer metrics. */
 export interface InformerHealth {
+  /** The kind watched, e.g. "Pod.v1". */
   kind: string;
   /** The namespace this informer watches (absent: all). */
   namespace?: string;
+  /** Whether the first list completed. */
   synced: boolean;
+  /** What the list/watch loop is doing now. */
   state: ReflectorState;
   /** Objects held. */
   objects: number;
@@ -94,7 +112,12 @@ export interface InformerHealth {
   forbidden?: string;
 }
 
+/**
+ * The caches did not sync in time; the message names each kind and why (e.g. a Forbidden list), which usually
+ * points at missing RBAC or a CRD that is not installed.
+ */
 export class SyncTimeoutError extends Error {
+  /** The kinds that did not sync. */
   readonly kinds: string[];
   constructor(kinds: string[], details: string[]) {
     super(`caches did not sync: ${details.join("; ")}`);

@@ -29,11 +29,17 @@ import type { KindRef, KubeList, KubeObject, WatchEvent } from "../client/types.
 import { realClock, type Clock } from "../clock/index.ts";
 import { Backoff } from "./backoff.ts";
 
+/**
+ * What a list/watch loop is doing: idle (not started), listing, watching, backoff (waiting to retry after an
+ * error), stopped.
+ */
 export type ReflectorState = "idle" | "listing" | "watching" | "backoff" | "stopped";
 
 /** What the reflector needs of a client: list and watch (KubeClient fits; tests pass a fake server). */
 export interface ListWatcher {
+  /** List objects of a kind. */
   list<T extends KubeObject>(kind: KindRef<T>, opts?: ListOptions): Promise<KubeList<T>>;
+  /** Open a watch stream of a kind. */
   watch<T extends KubeObject>(kind: KindRef<T>, opts?: WatchOptions): Promise<AsyncIterable<WatchEvent<T>>>;
 }
 
@@ -71,6 +77,10 @@ export interface ReflectorSink<T extends KubeObject> {
 }
 
 const INITIAL_EVENTS_END = "k8s.io/initial-events-end";
+/**
+ * How long a watch may stay silent before it is reopened (75 s): longer than the server's ~60 s bookmark
+ * interval, so only a dead connection trips it.
+ */
 export const DEFAULT_PROGRESS_DEADLINE_MS = 75_000;
 
 /** A watch timeout in [min, 2·min) seconds (client-go: [5, 10) minutes), so reconnects spread out. */
@@ -79,6 +89,10 @@ export function watchTimeoutSeconds(minSeconds: number, random: () => number = M
   return minSeconds + Math.floor(minSeconds * random());
 }
 
+/**
+ * The cache's default transform: drop metadata.managedFields, which is often the larger part of an object and
+ * rarely read by controllers.
+ */
 export function stripManagedFields<T extends KubeObject>(obj: T): T {
   if (obj.metadata.managedFields) delete obj.metadata.managedFields;
   return obj;

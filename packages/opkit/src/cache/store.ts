@@ -14,16 +14,26 @@ import { objectKey, type DeepReadonly, type KubeObject } from "../client/types.t
 /** Computes the index values of an object (an object may have several, or none). */
 export type IndexFunc<T extends KubeObject> = (obj: DeepReadonly<T>) => string[];
 
+/** Which cached objects a `list` returns. */
 export interface StoreListOptions {
+  /** Only objects in this namespace. */
   namespace?: string;
+  /** Only objects whose labels match this selector. */
   labelSelector?: string;
   /** Select by a custom index: `{ name: "spec.secretRef", value: "ns/secret" }`. */
   index?: { name: string; value: string };
 }
 
+/** The built-in index of objects by namespace (what namespace-scoped lists use). */
 export const NAMESPACE_INDEX = "namespace";
+/**
+ * The built-in index of objects by their controller owner's uid: finds an owner's children without a scan.
+ */
 export const OWNER_INDEX = "controllerOwnerUid";
 
+/**
+ * A list named an index that was never registered; register it with `indexField()` before the cache starts.
+ */
 export class UnknownIndexError extends Error {
   constructor(name: string) {
     super(`no index named "${name}": register it with indexField() before starting the cache`);

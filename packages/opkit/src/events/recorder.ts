@@ -11,18 +11,34 @@ import { NotFoundError } from "../client/errors.ts";
 import { kindRef, microTime, objectKey, type KubeObject, type ReadonlyKubeObject } from "../client/types.ts";
 import { realClock, type Clock } from "../clock/index.ts";
 
+/**
+ * "Normal" for progress users may want to see; "Warning" for something a user should act on (bad input, a
+ * failing dependency).
+ */
 export type EventType = "Normal" | "Warning";
 
+/**
+ * A reference to the object an Event is about, with enough identity (uid, resourceVersion) that `kubectl
+ * describe` finds it.
+ */
 export interface ObjectReference {
+  /** The object's apiVersion. */
   apiVersion?: string;
+  /** The object's kind. */
   kind?: string;
+  /** The object's name. */
   name?: string;
+  /** The object's namespace (absent for cluster-scoped objects). */
   namespace?: string;
+  /** The object's uid. */
   uid?: string;
+  /** The object's resourceVersion when the event happened. */
   resourceVersion?: string;
 }
 
+/** How often an Event repeated: the recorder counts repeats here instead of creating new Event objects. */
 export interface EventSeries {
+  /** Occurrences so far, counting the first. */
   count: number;
   /** MicroTime: RFC 3339 with microseconds. */
   lastObservedTime: string;
@@ -30,27 +46,43 @@ export interface EventSeries {
 
 /** An `events.k8s.io/v1` Event. */
 export interface EventV1 extends KubeObject {
+  /** When the event first happened (MicroTime). */
   eventTime: string;
+  /** Repeats of the same event, if any. */
   series?: EventSeries;
+  /** The controller that reported it, e.g. "opkit.dev/webapp-controller". */
   reportingController: string;
+  /** The replica that reported it. */
   reportingInstance: string;
+  /** What was done or failed, e.g. "Reconcile". */
   action: string;
+  /** Why, in CamelCase, e.g. "ReconcileError". */
   reason: string;
+  /** The object the event is about. */
   regarding: ObjectReference;
+  /** A second object involved, e.g. the child that failed. */
   related?: ObjectReference;
+  /** Human-readable details (at most 1 kB). */
   note?: string;
+  /** Normal or Warning. */
   type: EventType;
 }
 
+/** The kind reference for events.k8s.io/v1 Events, e.g. to list the Events an operator wrote in a test. */
 export const EventsV1 = kindRef<EventV1>("events.k8s.io/v1", "Event");
 
 /** Where Events go. The default writes them with a KubeClient; tests use a fake. */
 export interface EventSink {
+  /** Create a new Event. */
   create(event: EventV1): Promise<EventV1>;
   /** Update the series of an existing Event. */
   patchSeries(namespace: string, name: string, series: EventSeries): Promise<EventV1>;
 }
 
+/**
+ * The EventSink that writes Events through a KubeClient (what the manager uses); its identity needs create
+ * and patch on events.k8s.io events.
+ */
 export function clientEventSink(client: KubeClient): EventSink {
   return {
     create: (event) => client.create(event),
@@ -59,7 +91,9 @@ export function clientEventSink(client: KubeClient): EventSink {
   };
 }
 
+/** One Event to record about an object: its type, reason, action and note. */
 export interface EventInput {
+  /** Normal or Warning; Warnings are what users look for when something is wrong. */
   type: EventType;
   /** CamelCase reason, e.g. "ReconcileError" (at most 128 characters). */
   reason: string;
@@ -71,6 +105,10 @@ export interface EventInput {
   related?: ReadonlyKubeObject;
 }
 
+/**
+ * How an `EventRecorder` identifies itself and throttles: the reporting controller and instance, the dedup
+ * window and the per-object rate limit.
+ */
 export interface EventRecorderOptions {
   /** The controller's name, e.g. "opkit.dev/webapp-controller". */
   reportingController: string;
@@ -92,10 +130,15 @@ export interface EventRecorderOptions {
   maxTracked?: number;
 }
 
+/** Counts of what a recorder did, for tests and diagnostics. */
 export interface EventRecorderStats {
+  /** Events created as new objects. */
   created: number;
+  /** Repeats folded into an existing Event's series. */
   patched: number;
+  /** Events dropped by the per-object rate limit. */
   dropped: number;
+  /** Events that could not be written (reported to onError). */
   failed: number;
 }
 
@@ -119,9 +162,17 @@ const MAX_NOTE_BYTES = 1024;
 const MAX_REASON_CHARS = 128;
 const MAX_NAME_CHARS = 253;
 
+/**
+ * Records Kubernetes Events about objects, so users see in `kubectl describe` what the operator did and what
+ * went wrong. Repeats are folded into a series, bursts are dropped, and failures never reach the caller:
+ * recording an Event never fails or slows a reconcile. Controllers get one as `ctx.recorder`.
+ */
 export class EventRecorder {
+  /** The controller name written into every Event. */
   readonly reportingController: string;
+  /** The replica name written into every Event. */
   readonly reportingInstance: string;
+  /** Counts of created, patched, dropped and failed Events so far. */
   readonly stats: EventRecorderStats = { created: 0, patched: 0, dropped: 0, failed: 0 };
   readonly #sink: EventSink;
   readonly #clock: Clock;

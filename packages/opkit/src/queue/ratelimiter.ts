@@ -5,6 +5,10 @@
 import { realClock } from "../clock/index.ts";
 import type { Clock } from "../clock/index.ts";
 
+/**
+ * Decides how long a failed key waits before it is retried (client-go's workqueue rate limiter contract).
+ * Implement it to customise retry backoff of a controller.
+ */
 export interface RateLimiter<K> {
   /** Records one more failure of `key` and returns how many milliseconds it should wait. */
   when(key: K): number;
@@ -14,6 +18,7 @@ export interface RateLimiter<K> {
   retries(key: K): number;
 }
 
+/** Options of the per-key exponential backoff. */
 export interface ExponentialBackoffOptions {
   /** Delay after the first failure (default 5 ms). */
   baseDelayMs?: number;
@@ -21,7 +26,9 @@ export interface ExponentialBackoffOptions {
   maxDelayMs?: number;
 }
 
+/** Delay after the first failure of a key: 5 ms, as client-go. */
 export const DEFAULT_BASE_DELAY_MS = 5;
+/** Ceiling for a key's backoff: 1000 s, as client-go. */
 export const DEFAULT_MAX_DELAY_MS = 1_000_000;
 
 function checkNonNegative(name: string, value: number): void {
@@ -43,6 +50,7 @@ export class ExponentialFailureRateLimiter<K> implements RateLimiter<K> {
     checkNonNegative("maxDelayMs", this.#max);
   }
 
+  /** Record a failure and return base·2^(failures-1) ms, capped at the maximum. */
   when(key: K): number {
     const exp = this.#failures.get(key) ?? 0;
     this.#failures.set(key, exp + 1);
@@ -54,20 +62,24 @@ export class ExponentialFailureRateLimiter<K> implements RateLimiter<K> {
     return delay < this.#max ? delay : this.#max;
   }
 
+  /** Forget the key's failures, so its next failure starts at the base delay again. */
   forget(key: K): void {
     this.#failures.delete(key);
   }
 
+  /** Failures recorded for the key since the last `forget`. */
   retries(key: K): number {
     return this.#failures.get(key) ?? 0;
   }
 }
 
+/** Options of the shared token bucket. */
 export interface TokenBucketOptions {
   /** Sustained rate in keys per second. */
   qps: number;
   /** Keys allowed at once before the rate applies. */
   burst: number;
+  /** Time source for refills; a FakeClock in tests. */
   clock?: Clock;
 }
 
@@ -96,6 +108,7 @@ export class TokenBucketRateLimiter<K> implements RateLimiter<K> {
     this.#last = this.#clock.now();
   }
 
+  /** Take a token and return how long to wait until it is available (0 while the burst lasts). */
   when(_key: K): number {
     const now = this.#clock.now();
     const elapsed = Math.max(0, now - this.#last);
@@ -105,9 +118,11 @@ export class TokenBucketRateLimiter<K> implements RateLimiter<K> {
     return this.#tokens >= 0 ? 0 : (-this.#tokens * 1000) / this.#qps;
   }
 
+  /** Nothing to forget: the bucket is shared, not per key. */
   forget(_key: K): void {}
 
   // The bucket is not per key, so it has no failure count of its own (client-go returns 0 too).
+  /** Always 0: the bucket keeps no per-key failure count. */
   retries(_key: K): number {
     return 0;
   }
@@ -121,6 +136,7 @@ export class MaxOfRateLimiter<K> implements RateLimiter<K> {
     this.#limiters = limiters;
   }
 
+  /** Record the failure in every limiter and return the longest delay. */
   when(key: K): number {
     let delay = 0;
     // No short-circuit: each limiter has to see the failure to keep its own state right.
@@ -128,10 +144,12 @@ export class MaxOfRateLimiter<K> implements RateLimiter<K> {
     return delay;
   }
 
+  /** Forget the key in every limiter. */
   forget(key: K): void {
     for (const limiter of this.#limiters) limiter.forget(key);
   }
 
+  /** The highest failure count any limiter has for the key. */
   retries(key: K): number {
     let n = 0;
     for (const limiter of this.#limiters) n = Math.max(n, limiter.retries(key));
@@ -139,12 +157,14 @@ export class MaxOfRateLimiter<K> implements RateLimiter<K> {
   }
 }
 
+/** Options of `defaultControllerRateLimiter`: the per-key backoff and an optional overall bucket. */
 export interface DefaultRateLimiterOptions extends ExponentialBackoffOptions {
   /**
    * An overall token bucket on top of the per-key backoff. Off by default: controller-runtime
    * dropped its 10 qps / 100 burst bucket because it throttled healthy keys behind failing ones.
    */
   bucket?: { qps: number; burst: number };
+  /** Time source for the bucket; a FakeClock in tests. */
   clock?: Clock;
 }
 

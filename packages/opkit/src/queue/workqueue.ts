@@ -13,16 +13,20 @@ import { BinaryHeap } from "./heap.ts";
 import { defaultControllerRateLimiter } from "./ratelimiter.ts";
 import type { RateLimiter } from "./ratelimiter.ts";
 
+/** The default priority of an add: real changes. */
 export const PRIORITY_NORMAL = 0;
 /** For initial-list and resync events, so that real changes are reconciled first. */
 export const PRIORITY_LOW = -100;
 
+/** Options of `WorkQueue.add`. */
 export interface AddOptions {
   /** Higher is handed out first; equal priorities are FIFO. Default PRIORITY_NORMAL. */
   priority?: number;
 }
 
+/** A key handed out by `get`, with the priority it was queued at. */
 export interface QueueItem<K extends string> {
+  /** The key to work on; call `done(key)` when finished. */
   key: K;
   /** The priority the key was queued with (the highest of the adds it coalesced). */
   priority: number;
@@ -45,10 +49,13 @@ export interface QueueMetrics<K extends string> {
   onRetry?(key: K): void;
 }
 
+/** Options of a `WorkQueue`: its clock, its retry backoff and its metric hooks. */
 export interface WorkQueueOptions<K extends string> {
+  /** Time source for delayed adds and durations; a FakeClock in tests. */
   clock?: Clock;
   /** Backoff for `addRateLimited`; default per-key exponential 5 ms → 1000 s. */
   rateLimiter?: RateLimiter<K>;
+  /** Hooks for the workqueue metrics (the controller connects them to its Metrics). */
   metrics?: QueueMetrics<K>;
 }
 
@@ -83,6 +90,11 @@ function checkPriority(priority: number): number {
   return priority;
 }
 
+/**
+ * The work queue behind every controller: keys ("namespace/name") to reconcile, deduplicated, never handed to
+ * two workers at once, with delays, per-key backoff and priorities (client-go semantics). Controllers create
+ * their own; use one directly only to build a custom worker loop.
+ */
 export class WorkQueue<K extends string> {
   readonly #clock: Clock;
   readonly #limiter: RateLimiter<K>;
@@ -169,6 +181,10 @@ export class WorkQueue<K extends string> {
     this.#limiter.forget(key);
   }
 
+  /**
+   * Failures recorded for `key` by `addRateLimited` since the last `forget`; use it to give up after a number
+   * of retries.
+   */
   numRequeues(key: K): number {
     return this.#limiter.retries(key);
   }
@@ -243,6 +259,7 @@ export class WorkQueue<K extends string> {
     return this.#queued.size;
   }
 
+  /** Keys handed out and not yet `done`. */
   processingCount(): number {
     return this.#processing.size;
   }
@@ -252,6 +269,7 @@ export class WorkQueue<K extends string> {
     return this.#waiting.size;
   }
 
+  /** True after `shutDown`: adds are ignored and `get` returns undefined once drained. */
   isShuttingDown(): boolean {
     return this.#shuttingDown;
   }
