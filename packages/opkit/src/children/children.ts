@@ -31,7 +31,15 @@ export const OWNER_UID_LABEL = "opkit.dev/owner-uid";
 /** Label on every child: which field manager applied it, so two controllers never prune each other's. */
 export const MANAGER_LABEL = "opkit.dev/manager";
 
+/**
+ * Options of `reconcileChildren`: who applies the children, which kinds may be children (and so pruned),
+ * where to find the existing ones, and how readiness is judged.
+ */
 export interface ReconcileChildrenOptions {
+  /**
+   * The field manager the children are applied as; also written into MANAGER_LABEL so two controllers never
+   * prune each other's children.
+   */
   fieldManager: string;
   /**
    * The kinds this parent's children may have. Only these are pruned, and a desired child of another
@@ -51,6 +59,10 @@ export interface ReconcileChildrenOptions {
   blockOwnerDeletion?: boolean;
 }
 
+/**
+ * What `reconcileChildren` did: the children as stored, the ones pruned, and whether all are ready, so a
+ * reconcile can set its Ready condition from it.
+ */
 export interface ChildrenResult {
   /** The children as the server stored them, in the order desired. */
   applied: KubeObject[];

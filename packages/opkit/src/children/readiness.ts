@@ -11,9 +11,18 @@ import {
   type ReadonlyKubeObject,
 } from "../client/types.ts";
 
+/**
+ * How to tell whether a child of one kind is ready; add your own for custom kinds whose readiness is in their
+ * status.
+ */
 export interface ReadinessRule {
+  /** The API group of the kind ("" for the core group). */
   group: string;
+  /** The kind the rule is for. */
   kind: string;
+  /**
+   * True when the child is ready (e.g. its status reports the wanted replicas for the current generation).
+   */
   isReady: (obj: ReadonlyKubeObject) => boolean;
 }
 
@@ -55,6 +64,10 @@ function conditionTrue(obj: Workload, type: string): boolean {
   return obj.status?.conditions?.some((c) => c.type === type && c.status === "True") ?? false;
 }
 
+/**
+ * The readiness rules for the built-in workloads (Deployments, StatefulSets, DaemonSets, Jobs, ...): ready
+ * means the status reports the current generation rolled out. Kinds without a rule are ready once they exist.
+ */
 export const BUILTIN_READINESS: readonly ReadinessRule[] = [
   {
     group: "apps",

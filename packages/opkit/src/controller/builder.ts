@@ -10,7 +10,9 @@ import type { Predicate } from "./predicates.ts";
 import { ControllerConfigError } from "./reconcile.ts";
 import type { Reconciler } from "./reconcile.ts";
 
+/** Options of `ControllerBuilder.for`. */
 export interface ForOptions<T extends KubeObject> {
+  /** Filter the events of the reconciled kind, e.g. `generationChanged()` to skip status-only updates. */
   predicates?: Predicate<T>[];
 }
 
@@ -33,6 +35,7 @@ export class ControllerBuilder<T extends KubeObject = KubeObject> {
     this.name = name;
   }
 
+  /** The kind this controller reconciles: its objects' events enqueue their own key. Call it exactly once. */
   for<U extends KubeObject>(kind: KindRef<U>, opts: ForOptions<U> = {}): ControllerBuilder<U> {
     const self = this as unknown as ControllerBuilder<U>;
     if (self.forKind) throw new ControllerConfigError(`controller ${this.name}: for() may be called once`);
@@ -67,6 +70,9 @@ export class ControllerBuilder<T extends KubeObject = KubeObject> {
     return this;
   }
 
+  /**
+   * Set worker count, reconcile timeout and retry backoff; later calls override earlier ones field by field.
+   */
   withOptions(opts: ControllerOptions): this {
     if (
       opts.maxConcurrent !== undefined &&
@@ -78,6 +84,10 @@ export class ControllerBuilder<T extends KubeObject = KubeObject> {
     return this;
   }
 
+  /**
+   * Finish the declaration with the reconcile function and return the Controller; register it with
+   * `manager.add`.
+   */
   reconcile(fn: Reconciler): Controller<T> {
     const forKind = this.forKind;
     if (!forKind)
@@ -111,6 +121,10 @@ export class ControllerBuilder<T extends KubeObject = KubeObject> {
   }
 }
 
+/**
+ * Start declaring a controller: `controller("memcached").for(Memcacheds).owns(Deployments).reconcile(fn)`.
+ * The name (lowercase, digits, '-') labels its logs and metrics, so keep it stable.
+ */
 export function controller(name: string): ControllerBuilder {
   return new ControllerBuilder(name);
 }

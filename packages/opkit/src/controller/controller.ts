@@ -33,6 +33,7 @@ import {
   type Result,
 } from "./reconcile.ts";
 
+/** How a controller runs its reconciles: parallel workers, a per-reconcile timeout, and the retry backoff. */
 export interface ControllerOptions {
   /** Workers reconciling different keys in parallel (default 1, as controller-runtime). */
   maxConcurrent?: number;
@@ -47,10 +48,15 @@ export interface ControllerOptions {
 
 /** What the manager hands a controller when it starts. */
 export interface ControllerDeps {
+  /** The operator's client; reconciles get a view of it as `ctx.client`. */
   client: KubeClient;
+  /** The shared cache the controller's watches and reads use. */
   cache: Cache;
+  /** The logger each reconcile's logger derives from. */
   logger: Logger;
+  /** Where reconcile and workqueue metrics go; without it nothing is measured. */
   metrics?: Metrics;
+  /** Time source for delays and durations; a FakeClock in tests. */
   clock?: Clock;
   /** The operator's field manager, the default of writes made through `ctx.client`. */
   fieldManager?: string;
@@ -67,10 +73,19 @@ function isProgrammingError(err: unknown): boolean {
   );
 }
 
+/**
+ * A controller: watches that turn events into keys, a work queue, and workers that run the reconcile function
+ * for each key, with retries, timeouts and metrics. Build one with `controller(name)` and run it by adding it
+ * to a Manager.
+ */
 export class Controller<T extends KubeObject = KubeObject> {
+  /** The controller's name (logs, metrics, Events). */
   readonly name: string;
+  /** The kind it reconciles. */
   readonly forKind: KindRef<T>;
+  /** The kinds whose controller-owned objects wake their owner (from `owns`); RBAC generation reads it. */
   readonly ownedKinds: KindRef[];
+  /** The other kinds it watches through map functions (from `watches`); RBAC generation reads it. */
   readonly watchedKinds: KindRef[];
   private readonly watches: Watch[];
   private readonly reconciler: Reconciler;

@@ -15,6 +15,7 @@ import type { Request } from "./reconcile.ts";
  * synced yet throws CacheNotSyncedError, and the controller maps the event again once it has synced.
  */
 export interface MapContext {
+  /** The manager's cache, to look up which objects an event concerns (e.g. by an index). */
   readonly cache: Cache;
 }
 

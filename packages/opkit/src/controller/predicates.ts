@@ -9,11 +9,15 @@ import type { DeepReadonly, KubeObject } from "../client/types.ts";
 
 /** Filters events of one kind; objects are the cache's own (read-only). A missing method lets events through. */
 export interface Predicate<T extends KubeObject = KubeObject> {
+  /** Whether a create event (or an object of the initial list) passes. */
   create?(obj: DeepReadonly<T>): boolean;
+  /** Whether an update event passes; gets the old and the new object. */
   update?(oldObj: DeepReadonly<T>, newObj: DeepReadonly<T>): boolean;
+  /** Whether a delete event passes. */
   delete?(obj: DeepReadonly<T>): boolean;
 }
 
+/** Which kind of event a predicate is asked about. */
 export type EventKind = "create" | "update" | "delete";
 
 /** Evaluate one predicate for an event; a predicate without a method for that event lets it through. */
@@ -46,15 +50,27 @@ function sameRecord(
   return ka.every((k) => a?.[k] === b?.[k]);
 }
 
+/**
+ * Pass updates only when `metadata.generation` changed, i.e. the spec changed: a controller that writes its
+ * own status is not woken by that write. Creates and deletes pass.
+ */
 export const generationChanged = <T extends KubeObject>(): Predicate<T> =>
   onUpdate((o, n) => o.metadata.generation !== n.metadata.generation);
 
+/**
+ * Pass updates only when the annotations changed, e.g. for controllers driven by annotations; combine with
+ * `or(generationChanged(), ...)`.
+ */
 export const annotationsChanged = <T extends KubeObject>(): Predicate<T> =>
   onUpdate((o, n) => !sameRecord(o.metadata.annotations, n.metadata.annotations));
 
+/** Pass updates only when the labels changed. */
 export const labelsChanged = <T extends KubeObject>(): Predicate<T> =>
   onUpdate((o, n) => !sameRecord(o.metadata.labels, n.metadata.labels));
 
+/**
+ * Pass updates only when the resourceVersion changed: drops the periodic resyncs but keeps every real change.
+ */
 export const resourceVersionChanged = <T extends KubeObject>(): Predicate<T> =>
   onUpdate((o, n) => o.metadata.resourceVersion !== n.metadata.resourceVersion);
 
@@ -68,6 +84,7 @@ export function labelSelectorPredicate<T extends KubeObject>(selector: string): 
   };
 }
 
+/** Pass an event only when every predicate passes it. */
 export function and<T extends KubeObject>(...ps: Predicate<T>[]): Predicate<T> {
   return {
     create: (o) => ps.every((p) => allows(p, "create", o)),
@@ -76,6 +93,7 @@ export function and<T extends KubeObject>(...ps: Predicate<T>[]): Predicate<T> {
   };
 }
 
+/** Pass an event when any predicate passes it, e.g. `or(generationChanged(), labelsChanged())`. */
 export function or<T extends KubeObject>(...ps: Predicate<T>[]): Predicate<T> {
   return {
     create: (o) => ps.some((p) => allows(p, "create", o)),
@@ -84,6 +102,7 @@ export function or<T extends KubeObject>(...ps: Predicate<T>[]): Predicate<T> {
   };
 }
 
+/** Pass exactly the events `p` would drop. */
 export function not<T extends KubeObject>(p: Predicate<T>): Predicate<T> {
   return {
     create: (o) => !allows(p, "create", o),

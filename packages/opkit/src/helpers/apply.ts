@@ -11,6 +11,10 @@ import type { KindRef, KubeObject, ReadonlyKubeObject } from "../client/types.ts
 import { jsonEqual } from "./json.ts";
 import { describeObject, setControllerReferenceAsync, type ControllerReferenceOptions } from "./ownerrefs.ts";
 
+/**
+ * Options of `applyOwned`: the field manager, whether to take over fields, and the owner reference's
+ * blockOwnerDeletion.
+ */
 export interface ApplyOwnedOptions extends ControllerReferenceOptions {
   /**
    * The field manager of the write (default: the client's, which for `ctx.client` is the operator's
@@ -42,6 +46,7 @@ export async function applyOwned<T extends ReadonlyKubeObject>(
   return client.apply(body, { fieldManager: opts.fieldManager, force: opts.force ?? true });
 }
 
+/** What `createOrUpdate` did, e.g. to log it or record an Event only when something changed. */
 export type OperationResult = "created" | "updated" | "unchanged";
 
 /** `mutate` changed the name or namespace of the object it was asked to edit. */

@@ -15,6 +15,7 @@ export type ConditionStatus = "True" | "False" | "Unknown";
 export interface Condition {
   /** CamelCase type, e.g. "Ready"; unique within the list. */
   type: string;
+  /** Whether the condition holds: "True", "False", or "Unknown" when it cannot be determined yet. */
   status: ConditionStatus;
   /** CamelCase, machine-readable reason for the last transition or update. */
   reason: string;
@@ -31,20 +32,31 @@ export interface Condition {
  * `lastUpdateTime` and leave reason and message optional). Extra fields are kept as they are.
  */
 export interface ConditionLike {
+  /** The condition's type, e.g. "Available". */
   type: string;
+  /** "True", "False" or "Unknown". */
   status: string;
+  /** Machine-readable reason for the last change (optional in the older condition style). */
   reason?: string;
+  /** Human-readable detail. */
   message?: string;
+  /** The generation the condition was computed from, if recorded. */
   observedGeneration?: number;
+  /** When the status last changed (RFC 3339), if recorded. */
   lastTransitionTime?: string;
 }
 
 /** What a caller states; the transition time is managed unless given explicitly. */
 export interface NewCondition {
+  /** CamelCase type, e.g. "Ready". */
   type: string;
+  /** Whether the condition holds. */
   status: ConditionStatus;
+  /** CamelCase, machine-readable reason, e.g. "MinimumReplicasUnavailable"; users and tools branch on it. */
   reason: string;
+  /** Human-readable detail; default empty. */
   message?: string;
+  /** The `metadata.generation` the condition was computed from, so readers know whether it is current. */
   observedGeneration?: number;
   /** Used only when the status flips or the condition is new; defaults to `now`. */
   lastTransitionTime?: string;
@@ -52,6 +64,7 @@ export interface NewCondition {
 
 /** The new list: the conditions that were there (their own type) plus the one set (a metav1.Condition). */
 export interface ConditionsResult<C extends ConditionLike = Condition> {
+  /** The full list to write back into the status. */
   conditions: (C | Condition)[];
   /** False when the result is identical to the input (no status write needed). */
   changed: boolean;
@@ -105,6 +118,7 @@ function sameCondition(a: ConditionLike, b: Condition): boolean {
   );
 }
 
+/** The condition of `type` in a list, or undefined; works on both metav1 and Deployment-style conditions. */
 export function getCondition<C extends ConditionLike>(
   conditions: readonly C[] | undefined,
   type: string,

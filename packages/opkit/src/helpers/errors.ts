@@ -13,9 +13,13 @@ import { setCondition, type ConditionLike } from "./conditions.ts";
 import type { EventRecorder } from "../events/recorder.ts";
 import { updateStatusIfChanged } from "./status.ts";
 
+/**
+ * Options of a `RetryTracker`: the base delay, growth factor, cap and reset time of the per-object backoff.
+ */
 export interface RetryTrackerOptions {
   /** First delay (default 1 s). */
   baseMs?: number;
+  /** How much each consecutive failure multiplies the delay (default 2). */
   factor?: number;
   /** Cap (default 6 hours). */
   maxMs?: number;
@@ -24,14 +28,19 @@ export interface RetryTrackerOptions {
    * (deleted objects must not stay in memory). Default twice `maxMs`, so capped retries never reset.
    */
   resetAfterMs?: number;
+  /** Time source; a FakeClock in tests. */
   clock?: Clock;
 }
 
 /** Consecutive failures per object (by UID), and the delay each one earns. */
 export class RetryTracker {
+  /** The delay after the first failure, in milliseconds. */
   readonly baseMs: number;
+  /** The growth factor per consecutive failure. */
   readonly factor: number;
+  /** The cap on the delay, in milliseconds. */
   readonly maxMs: number;
+  /** After this long without a failure an object starts again from `baseMs`. */
   readonly resetAfterMs: number;
   readonly #clock: Clock;
   readonly #entries = new Map<string, { attempts: number; at: number }>();
@@ -68,6 +77,7 @@ export class RetryTracker {
     this.#entries.delete(id);
   }
 
+  /** The number of objects tracked now (for tests and memory checks). */
   get size(): number {
     return this.#entries.size;
   }
@@ -80,7 +90,12 @@ export class RetryTracker {
   }
 }
 
+/**
+ * What `manageError` and `manageSuccess` need: a client to write status, a recorder for Events, and the retry
+ * tracker whose delays grow per object.
+ */
 export interface ManageContext {
+  /** The client that writes the status condition (use `ctx.client`). */
   client: KubeClient;
   /** Without one, no Event is recorded. */
   recorder?: EventRecorder;
@@ -91,6 +106,7 @@ export interface ManageContext {
 /** Objects whose status carries conditions (`metav1.Condition`s, or Deployment-style ones). */
 export type ConditionedObject = DeepReadonly<KubeObject & { status?: { conditions?: ConditionLike[] } }>;
 
+/** Options of `manageError`: the condition type and reason to set and the Event's action. */
 export interface ManageErrorOptions {
   /** Default "Ready". */
   conditionType?: string;
@@ -98,15 +114,19 @@ export interface ManageErrorOptions {
   reason?: string;
   /** The Event's action; default "Reconcile". */
   action?: string;
+  /** The time written into the condition; default now (tests pass a fixed one). */
   now?: Date;
 }
 
+/** Options of `manageSuccess`: the condition type, reason and message to set. */
 export interface ManageSuccessOptions {
   /** Default "Ready". */
   conditionType?: string;
   /** Default "ReconcileSucceeded". */
   reason?: string;
+  /** The condition's message; default empty. */
   message?: string;
+  /** The time written into the condition; default now (tests pass a fixed one). */
   now?: Date;
 }
 

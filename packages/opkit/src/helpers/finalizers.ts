@@ -7,12 +7,21 @@ import type { KubeClient } from "../client/client.ts";
 import { NotFoundError } from "../client/errors.ts";
 import type { KindRef, ReadonlyKubeObject } from "../client/types.ts";
 
+/**
+ * What a finalizer step did: added the finalizer, ran the cleanup and removed it, or nothing (already in
+ * place).
+ */
 export type FinalizerOutcome = "added" | "finalized" | "noop";
 
+/** Whether `obj` carries the finalizer `name`. */
 export function hasFinalizer(obj: ReadonlyKubeObject, name: string): boolean {
   return obj.metadata.finalizers?.includes(name) ?? false;
 }
 
+/**
+ * Whether deletion of `obj` has been requested (it has a deletionTimestamp): time to run cleanup and remove
+ * your finalizer.
+ */
 export function isBeingDeleted(obj: ReadonlyKubeObject): boolean {
   return Boolean(obj.metadata.deletionTimestamp);
 }

@@ -5,6 +5,7 @@
  */
 import { isDeepStrictEqual } from "node:util";
 
+/** A value that survives JSON unchanged: what object fields, patches and status values are made of. */
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 
 /** The value as the API server would receive it: undefined properties gone, Dates as strings. */

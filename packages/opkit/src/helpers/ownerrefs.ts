@@ -16,8 +16,11 @@ import {
 
 /** A rule of ownership was broken; the message names owner, child and the rule. */
 export class OwnerReferenceError extends Error {
+  /** "Kind namespace/name" of the would-be owner. */
   readonly owner: string;
+  /** "Kind namespace/name" of the child. */
   readonly child: string;
+  /** The ownership rule that was broken, e.g. that a namespaced owner cannot own a cluster-scoped child. */
   readonly rule: string;
   constructor(owner: string, child: string, rule: string) {
     super(`${owner} cannot own ${child}: ${rule}`);
@@ -30,6 +33,7 @@ export class OwnerReferenceError extends Error {
 
 /** The child already has a different controller; an object has at most one. */
 export class AlreadyOwnedError extends OwnerReferenceError {
+  /** The controller reference already on the child. */
   readonly existing: DeepReadonly<OwnerReference>;
   constructor(owner: string, child: string, existing: DeepReadonly<OwnerReference>) {
     super(
@@ -41,11 +45,18 @@ export class AlreadyOwnedError extends OwnerReferenceError {
   }
 }
 
+/**
+ * Whether owner and child are namespaced, for checking ownership without asking the server (a cluster-scoped
+ * child cannot have a namespaced owner).
+ */
 export interface OwnerScopes {
+  /** Whether the owner's kind is namespaced. */
   ownerNamespaced: boolean;
+  /** Whether the child's kind is namespaced. */
   childNamespaced: boolean;
 }
 
+/** Options of setting a controller reference. */
 export interface ControllerReferenceOptions {
   /**
    * Foreground deletion of the owner waits for this child. Default true, as controller-runtime sets it;

@@ -10,7 +10,11 @@ import { jsonEqual, mergePatchDiff } from "./json.ts";
 /** The status type of an object type (`unknown` for objects typed without one). */
 export type StatusOf<T> = T extends { readonly status?: infer S } ? S : unknown;
 
+/** Options of the status helpers. */
 export interface StatusWriteOptions {
+  /**
+   * The field manager of the status write (default: the client's, which for `ctx.client` is the operator's).
+   */
   fieldManager?: string;
 }
 
