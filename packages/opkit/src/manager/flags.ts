@@ -19,11 +19,13 @@ export const DEFAULT_WEBHOOK_CERT_DIR = "/tmp/k8s-webhook-server/serving-certs";
 
 /** An operator's own flag: `--billing-url`, with an environment fallback and a default. */
 export interface FlagSpec {
+  /** One line for `--help`: what the flag sets. */
   description: string;
   /** "string" (default) or "boolean". */
   type?: "string" | "boolean";
   /** Environment variable read when the flag is absent (e.g. "BILLING_URL"). */
   env?: string;
+  /** The value when neither the flag nor its environment variable is given. */
   default?: string | boolean;
   /** Fail at start-up when neither the flag, its variable nor a default gives a value. */
   required?: boolean;
@@ -32,16 +34,31 @@ export interface FlagSpec {
 /** The values of an operator's own flags, by flag name. */
 export type FlagValues = Readonly<Record<string, string | boolean | undefined>>;
 
+/**
+ * The command-line and environment contract every opkit operator shares (kubebuilder's flag names), parsed by
+ * `runOperator`/`opkit run`, so deployments and `opkit run` configure any operator the same way.
+ */
 export interface OperatorFlags {
   /** false: disabled ("0"). */
   metricsBindAddress: ListenAddress | false;
+  /** `--health-probe-bind-address` (default :8081; false when "0"): where /healthz and /readyz are served. */
   healthProbeBindAddress: ListenAddress | false;
+  /**
+   * `--webhook-bind-address` (default :9443; false when "0"): where admission and conversion webhooks are
+   * served.
+   */
   webhookBindAddress: ListenAddress | false;
   /** Directory holding the webhook server's tls.crt and tls.key (re-read when they change). */
   webhookCertDir: string;
+  /**
+   * `--leader-elect`: run the controllers on one replica only; turn it on when more than one replica runs.
+   */
   leaderElect: boolean;
+  /** `--log-level` (or $OPKIT_LOG_LEVEL / $LOG_LEVEL). */
   logLevel: LogLevel;
+  /** `--log-format`: json for machines, text for people (default text when run interactively, else json). */
   logFormat: LogFormat;
+  /** `--kubeconfig`: the cluster to talk to (default: $KUBECONFIG, ~/.kube/config, then in-cluster). */
   kubeconfig?: string;
   /** Namespaces to watch (empty: all). */
   namespaces: string[];
@@ -53,6 +70,7 @@ export interface OperatorFlags {
 
 /** A flag or environment variable with a wrong value; the message names it and says what to do. */
 export class FlagError extends Error {
+  /** The flag (or environment variable) that is wrong, e.g. "--metrics-bind-address". */
   readonly flag: string;
   constructor(flag: string, message: string) {
     super(`${flag}: ${message}`);

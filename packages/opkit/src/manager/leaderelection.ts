@@ -21,15 +21,22 @@ import { Leases, type Lease } from "../client/builtins.ts";
 import { realClock, type Clock, type TimerHandle } from "../clock/index.ts";
 import type { Logger } from "../logging/index.ts";
 
+/** The spec of a coordination.k8s.io/v1 Lease: holder, duration, acquire and renew times, transitions. */
 export type LeaseSpec = NonNullable<Lease["spec"]>;
 
 /** The part of KubeClient leader election uses. */
 export type LeaseClient = Pick<KubeClient, "get" | "create" | "update">;
 
+/**
+ * Options of a `LeaderElector`: which Lease, who we are, and the timing (client-go's defaults: 15 s lease, 10
+ * s renew deadline, 2 s retry).
+ */
 export interface LeaderElectorOptions {
+  /** Reads and writes the Lease; needs get, create and update on leases in its namespace. */
   client: LeaseClient;
   /** Namespace and name of the Lease. */
   namespace: string;
+  /** The Lease's name, shared by every replica of one operator and unique to it. */
   name: string;
   /** Unique per process; default `${hostname}_${uuid}`. */
   identity?: string;
@@ -48,18 +55,26 @@ export interface LeaderElectorOptions {
   clock?: Clock;
   /** Wall time written into acquireTime and renewTime (informational: expiry never reads them). */
   wallClock?: () => Date;
+  /** Randomness for the jitter; injectable for tests. */
   random?: () => number;
   /** Called with true when leadership starts and false when it ends (leader_election_master_status). */
   onLeaderStatus?: (leading: boolean) => void;
+  /** Where acquire, renew failures and losses are logged. */
   logger?: Logger;
 }
 
+/** Why leading ended, for `onStoppedLeading`. */
 export interface StoppedLeadingInfo {
   /** True when leadership was lost (not renewed in time, or taken over); false after `stop()`. */
   lost: boolean;
+  /** What happened, in words, for logs. */
   reason: string;
 }
 
+/**
+ * What a `LeaderElector` tells its user: when leading starts (with a signal that aborts when it ends), when
+ * it stopped, and who leads now.
+ */
 export interface LeaderCallbacks {
   /**
    * Leadership acquired: start the work. `signal` aborts when leadership ends; when it was lost, its
@@ -73,6 +88,10 @@ export interface LeaderCallbacks {
   onNewLeader?(identity: string): void;
 }
 
+/**
+ * Leader election timings that cannot work (e.g. a renew deadline not shorter than the lease duration, which
+ * could let two leaders overlap); the message says which.
+ */
 export class LeaderElectionConfigError extends Error {
   constructor(message: string) {
     super(message);
@@ -82,7 +101,9 @@ export class LeaderElectionConfigError extends Error {
 
 /** The abort reason of `onStartedLeading`'s signal when leadership was lost, not given up. */
 export class LeadershipLostError extends Error {
+  /** "namespace/name" of the Lease. */
   readonly lease: string;
+  /** This replica's identity. */
   readonly identity: string;
   constructor(lease: string, identity: string, reason: string) {
     super(`leader election lost for lease ${lease} (${identity}): ${reason}`);
@@ -97,14 +118,23 @@ export function defaultIdentity(): string {
   return `${hostname()}_${randomUUID()}`;
 }
 
+/** How long a Lease is valid after its last renewal before others may take it: 15 s, as client-go. */
 export const DEFAULT_LEASE_DURATION_MS = 15_000;
+/** How long the leader retries renewing before it gives up leading: 10 s, as client-go. */
 export const DEFAULT_RENEW_DEADLINE_MS = 10_000;
+/** Interval between acquire and renew attempts: 2 s, as client-go. */
 export const DEFAULT_RETRY_PERIOD_MS = 2_000;
 const DEFAULT_JITTER_FACTOR = 1.2;
 
 type Outcome = "done" | "timeout" | "stopped";
 
+/**
+ * Lease-based leader election (client-go's algorithm): at most one replica leads at a time, and a leader that
+ * cannot renew stops its work before its Lease can expire. The Manager uses it when `leaderElection` is set;
+ * use it directly for custom singleton work.
+ */
 export class LeaderElector {
+  /** This candidate's identity, written into the Lease's holderIdentity. */
   readonly identity: string;
   readonly #client: LeaseClient;
   readonly #namespace: string;

@@ -33,22 +33,32 @@ import {
   type Check,
 } from "./server.ts";
 
+/** A host and port a server binds to. */
 export interface ListenAddress {
+  /** Interface to bind; default "0.0.0.0" so the kubelet and Prometheus can reach the pod. */
   host?: string;
   /** 0 picks a free port (logged, and readable from `manager.ports`). */
   port: number;
 }
 
+/**
+ * Leader election of a Manager: the Lease and its timing. Enable it whenever more than one replica may run,
+ * so only one reconciles.
+ */
 export interface LeaderElectionOptions {
   /** Lease name, unique per operator (e.g. "memcached-operator"). */
   name: string;
   /** Namespace of the Lease (default: the pod's namespace from POD_NAMESPACE, else "default"). */
   namespace?: string;
+  /** How long the Lease is valid after a renewal (default 15 s). */
   leaseDurationMs?: number;
+  /** How long the leader keeps retrying a failed renewal before it stops leading (default 10 s). */
   renewDeadlineMs?: number;
+  /** Interval between acquire and renew attempts (default 2 s). */
   retryPeriodMs?: number;
   /** Give the Lease up on a clean stop so a successor starts at once (default true). */
   releaseOnCancel?: boolean;
+  /** This replica's identity (default host name plus a random id). */
   identity?: string;
 }
 
@@ -62,21 +72,33 @@ export interface Runnable {
   readonly name: string;
   /** Start only on the leader (default false: every replica runs it, e.g. a webhook server). */
   readonly needLeaderElection?: boolean;
+  /**
+   * Run until `signal` aborts; a returned promise should settle once stopped. A rejection stops the manager.
+   */
   start(signal: AbortSignal): void | Promise<void>;
 }
 
+/**
+ * What a Manager is built from: how to reach the cluster, its name, the cache scope, the ops servers, leader
+ * election, webhooks and shutdown timing. Every option has a default; `runOperator` fills them from the
+ * standard flags.
+ */
 export interface ManagerOptions {
   /** Kubeconfig path (default: standard loading rules) — or pass a ready `client`. */
   kubeconfig?: string;
+  /** A ready client to use instead of loading a kubeconfig (tests, embedding). */
   client?: KubeClient;
+  /** Options for the client the manager loads (rate limits, retries, ...). */
   clientOptions?: ClientOptions;
   /** The operator's name: its field manager for writes and server-side apply, and its logger name. */
   name?: string;
+  /** Cache options: namespace scope, per-kind selectors and transforms, resync period. */
   cache?: CacheOptions;
   /** Metrics endpoint (default 0.0.0.0:8080; false disables). */
   metrics?: ListenAddress | false;
   /** /healthz and /readyz (default 0.0.0.0:8081; the same address as metrics serves both). */
   health?: ListenAddress | false;
+  /** Lease-based leader election (default off: every replica reconciles; enable it with more than one). */
   leaderElection?: LeaderElectionOptions | false;
   /**
    * Serve these admission/conversion webhooks (HTTPS, default 0.0.0.0:9443, certificate from
@@ -87,7 +109,9 @@ export interface ManagerOptions {
   gracefulShutdownMs?: number;
   /** How long caches may take to sync before start fails with the kinds that did not (default 2 min). */
   cacheSyncTimeoutMs?: number;
+  /** The root logger (default: JSON to stdout, named after the operator). */
   logger?: Logger;
+  /** Time source for the queue, cache and leader election; a FakeClock in tests. */
   clock?: Clock;
   /**
    * Told when leadership is lost, after every reconcile was aborted and the workers stopped. Without a
@@ -107,11 +131,21 @@ export class ManagerConfigError extends Error {
   }
 }
 
+/**
+ * Runs an operator: one client, one shared cache, the controllers and runnables, metrics and health servers,
+ * optional leader election and webhooks, started in order and stopped gracefully on SIGTERM. Create it with
+ * `Manager.create`, add controllers, then `start()` (or `run()`).
+ */
 export class Manager {
+  /** The operator's name: field manager, logger name and default Lease name. */
   readonly name: string;
+  /** The client every controller's `ctx.client` is a view of. */
   readonly client: KubeClient;
+  /** The shared informer cache every controller reads from. */
   readonly cache: Cache;
+  /** The root logger. */
   readonly logger: Logger;
+  /** The operator's metrics registry, served at /metrics. */
   readonly metrics: Metrics;
   private readonly opts: ManagerOptions;
   private readonly entries: Entry[] = [];
@@ -162,6 +196,10 @@ export class Manager {
     }
   }
 
+  /**
+   * Create a manager; loads the kubeconfig (unless `client` is given) with the operator's name as field
+   * manager. Async because loading credentials may run a plugin.
+   */
   static async create(opts: ManagerOptions = {}): Promise<Manager> {
     let client = opts.client;
     if (!client) {
@@ -197,6 +235,10 @@ export class Manager {
     return this;
   }
 
+  /**
+   * Add a check to /readyz, e.g. that an external dependency answers; a failing check takes the pod out of
+   * its Service.
+   */
   addReadyCheck(name: string, check: Check): this {
     this.readyChecks.push([name, check]);
     return this;
@@ -217,6 +259,10 @@ export class Manager {
     );
   }
 
+  /**
+   * Start servers, caches and (on the leader) controllers; resolves once caches synced and work started,
+   * rejects with a SyncTimeoutError naming the kinds that did not sync. Use `run()` to also handle signals.
+   */
   async start(): Promise<void> {
     this.startCalled = true;
     // stop() waits for this phase before tearing down, so nothing it opens (a server, an informer)

@@ -20,10 +20,17 @@ import { Manager, type ManagerOptions, type Runnable } from "./manager.ts";
 
 /** What a controller factory receives: the parsed values of the operator's own flags, and its logger. */
 export interface OperatorContext {
+  /** The values of the operator's own flags (`OperatorDefinition.flags`), parsed. */
   flags: FlagValues;
+  /** The operator's logger, for controllers that log outside reconciles. */
   logger: Logger;
 }
 
+/**
+ * Everything about an operator in one exported value: its kinds, controller factories, flags, RBAC extras and
+ * webhooks. `opkit run`, `opkit generate` (CRDs, RBAC, manifests) and the tests' `operatorProject` all read
+ * it, so there is one source of truth.
+ */
 export interface OperatorDefinition {
   /** DNS-label name: the Deployment, ServiceAccount, Lease and field manager are named after it. */
   name: string;
@@ -67,6 +74,10 @@ export class OperatorDefinitionError extends Error {
   }
 }
 
+/**
+ * Check and return an operator definition (name a DNS label, flags not clashing with the built-in ones);
+ * export the result as the project's default export.
+ */
 export function defineOperator(def: OperatorDefinition): OperatorDefinition {
   if (!/^[a-z0-9]([-a-z0-9]{0,50}[a-z0-9])?$/.test(def.name)) {
     throw new OperatorDefinitionError(

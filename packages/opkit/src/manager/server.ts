@@ -10,14 +10,20 @@ import type { InformerHealth } from "../cache/informer.ts";
 
 /** The outcome of one health or readiness check; `detail` says why it failed. */
 export interface CheckResult {
+  /** Whether the check passed. */
   ok: boolean;
+  /** Why it failed (shown in the /readyz and /healthz answers). */
   detail?: string;
 }
 
 /** A named check. Throwing counts as a failure with the error's message as the detail. */
 export type Check = () => CheckResult | Promise<CheckResult>;
 
+/**
+ * The metrics port controller-runtime uses (8080), so existing ServiceMonitors and Prometheus configs fit.
+ */
 export const DEFAULT_METRICS_PORT = 8080;
+/** The health-probe port controller-runtime uses (8081), so existing probes fit. */
 export const DEFAULT_HEALTH_PORT = 8081;
 
 export interface OpsServerOptions {
@@ -35,7 +41,9 @@ export interface OpsServerOptions {
 
 /** The server could not listen (port in use, no permission); names the address it tried. */
 export class ServerListenError extends Error {
+  /** The host the server tried to listen on. */
   readonly host: string;
+  /** The port the server tried to listen on. */
   readonly port: number;
   constructor(host: string, port: number, cause: unknown) {
     super(`cannot listen on ${host}:${port}: ${cause instanceof Error ? cause.message : String(cause)}`, {

@@ -20,15 +20,19 @@ import type { AdmissionRequest, AdmissionResponse, Operation, UserInfo } from ".
 
 /** What a webhook configuration needs to know of a kind: `defineKind` results have all of it. */
 export interface WebhookKind<T extends KubeObject = KubeObject> extends KindRef<T> {
+  /** The kind's API group. */
   readonly group: string;
+  /** The kind's version. */
   readonly version: string;
   /** The resource (lowercase plural) the webhook's rules match. */
   readonly plural: string;
+  /** Whether the kind is namespaced; decides the rule's scope in the configuration. */
   readonly scope?: "Namespaced" | "Cluster";
 }
 
 /** The outcome of a validation. `message` (or `issues`) is what the user sees when it is denied. */
 export interface Verdict {
+  /** Whether the request is admitted. */
   allowed: boolean;
   /** Why it was denied; composed from `issues` when absent. */
   message?: string;
@@ -68,7 +72,9 @@ function issuesMessage(issues: readonly ValidationIssue[]): string {
  * Any other exception denies too, but is logged as a handler failure.
  */
 export class ValidationError extends Error {
+  /** The fields that are wrong and why. */
   readonly issues: ValidationIssue[];
+  /** Warnings to return with the denial. */
   readonly warnings: string[];
   constructor(
     message: string,
@@ -89,11 +95,17 @@ export class ValidationError extends Error {
 
 /** A webhook configuration's failure policy: what the API server does when the webhook cannot answer. */
 export type FailurePolicy = "Fail" | "Ignore";
+/**
+ * Whether the webhook changes anything outside the object: "None", or "NoneOnDryRun" when it does but skips
+ * that on dry runs (required for `kubectl --dry-run=server`).
+ */
 export type SideEffects = "None" | "NoneOnDryRun";
 
 /** A label selector as webhook configurations take it. */
 export interface WebhookLabelSelector {
+  /** Labels that must have exactly these values. */
   matchLabels?: Record<string, string>;
+  /** Further requirements; all must hold. */
   matchExpressions?: {
     key: string;
     operator: "In" | "NotIn" | "Exists" | "DoesNotExist";
@@ -113,16 +125,23 @@ export interface WebhookOptions {
   timeoutSeconds?: number;
   /** Default "None". Webhooks with side effects must skip them for dry-run requests ("NoneOnDryRun"). */
   sideEffects?: SideEffects;
+  /** Only requests in namespaces whose labels match reach the webhook, e.g. to exempt kube-system. */
   namespaceSelector?: WebhookLabelSelector;
+  /** Only objects whose labels match reach the webhook. */
   objectSelector?: WebhookLabelSelector;
 }
 
 /** What every request's handler gets besides the objects. */
 export interface AdmissionContext {
+  /** CREATE, UPDATE, DELETE or CONNECT. */
   operation: Operation;
+  /** Who made the request, e.g. to allow some changes only to administrators. */
   userInfo: UserInfo;
+  /** True for a dry run: the handler must not cause side effects. */
   dryRun: boolean;
+  /** The namespace of the object. */
   namespace?: string;
+  /** The name of the object (may be empty on CREATE with generateName). */
   name?: string;
   /** Aborted when the request times out; pass it to calls that take a signal. */
   signal: AbortSignal;
@@ -132,23 +151,35 @@ export interface AdmissionContext {
 
 /** The parts of an admission webhook the server and the configuration generator use. */
 export interface AdmissionWebhook {
+  /** Validating (may deny) or mutating (may change the object). */
   readonly type: "validating" | "mutating";
+  /** The webhook's name in its configuration. */
   readonly name: string;
+  /** The URL path it is served on. */
   readonly path: string;
+  /** The kind it admits. */
   readonly kind: WebhookKind;
+  /** The operations it is called for. */
   readonly operations: readonly Operation[];
+  /** What the API server does when the webhook cannot answer. */
   readonly failurePolicy: FailurePolicy;
+  /** Whether it has side effects. */
   readonly sideEffects: SideEffects;
+  /** How long the API server waits for an answer. */
   readonly timeoutSeconds: number;
+  /** The namespace selector of the configuration entry. */
   readonly namespaceSelector?: WebhookLabelSelector;
+  /** The object selector of the configuration entry. */
   readonly objectSelector?: WebhookLabelSelector;
   /** Answer one request. Never throws: handler failures and timeouts become denials. */
   admit(request: AdmissionRequest, opts?: AdmitOptions): Promise<AdmissionResponse>;
 }
 
+/** Options of one `admit` call. */
 export interface AdmitOptions {
   /** Stop waiting for the handler after this long (default and maximum: timeoutSeconds). */
   timeoutMs?: number;
+  /** Time source for the timeout; a FakeClock in tests. */
   clock?: Clock;
 }
 
@@ -167,24 +198,31 @@ type MaybePromise<T> = T | Promise<T>;
  * are read-only: the same functions validate objects straight from the (frozen) cache in a reconcile.
  */
 export interface ValidatorFunctions<T extends KubeObject> {
+  /** Validate a new object; return a Verdict (or nothing to allow) or throw ValidationError to deny. */
   create?(obj: DeepReadonly<T>, ctx: AdmissionContext): MaybePromise<Verdict | void>;
+  /** Validate a change; gets the old and the new object, e.g. to refuse changing an immutable field. */
   update?(
     oldObj: DeepReadonly<T>,
     newObj: DeepReadonly<T>,
     ctx: AdmissionContext,
   ): MaybePromise<Verdict | void>;
+  /** Validate a deletion, e.g. to refuse deleting an object still in use. */
   delete?(obj: DeepReadonly<T>, ctx: AdmissionContext): MaybePromise<Verdict | void>;
 }
 
 /** A validating webhook for one kind, also callable directly (e.g. from a reconcile). */
 export interface Validator<T extends KubeObject = KubeObject> extends AdmissionWebhook {
+  /** Always "validating". */
   readonly type: "validating";
+  /** Run the create validation directly (without an HTTP request), e.g. in tests. */
   validateCreate(obj: DeepReadonly<T>, ctx?: Partial<AdmissionContext>): Promise<Verdict>;
+  /** Run the update validation directly. */
   validateUpdate(
     oldObj: DeepReadonly<T>,
     newObj: DeepReadonly<T>,
     ctx?: Partial<AdmissionContext>,
   ): Promise<Verdict>;
+  /** Run the delete validation directly. */
   validateDelete(obj: DeepReadonly<T>, ctx?: Partial<AdmissionContext>): Promise<Verdict>;
   /**
    * The verdict on an object as it is: `update(oldObj, obj)` when `oldObj` is given, else `create(obj)`.
@@ -195,6 +233,7 @@ export interface Validator<T extends KubeObject = KubeObject> extends AdmissionW
 
 /** A defaulting (mutating) webhook for one kind. */
 export interface Defaulter<T extends KubeObject = KubeObject> extends AdmissionWebhook {
+  /** Always "mutating". */
   readonly type: "mutating";
   /** A defaulted copy of `obj` (the input is not changed). */
   applyDefaults(obj: T, ctx?: Partial<AdmissionContext>): Promise<T>;
@@ -499,6 +538,7 @@ export function jsonPatch(before: unknown, after: unknown): PatchOperation[] {
 
 /** Settings of a defaulting webhook: create and update by default. */
 export interface DefaulterOptions extends WebhookOptions {
+  /** The operations it defaults on (default CREATE and UPDATE). */
   operations?: readonly ("CREATE" | "UPDATE")[];
 }
 

@@ -16,12 +16,16 @@ import { createCertificateAuthority, type CertificateAuthority } from "../pki/in
 
 /** controller-runtime's default certificate directory, so manifests written for Go operators fit. */
 export const DEFAULT_CERT_DIR = join(tmpdir(), "k8s-webhook-server", "serving-certs");
+/** The certificate file name in a certificate directory (as a kubernetes.io/tls Secret mounts it). */
 export const CERT_FILE = "tls.crt";
+/** The private key file name in a certificate directory. */
 export const KEY_FILE = "tls.key";
+/** The CA certificate file name in a certificate directory. */
 export const CA_FILE = "ca.crt";
 
 /** The certificate or key cannot be read; the message names the file and where it should come from. */
 export class CertificateError extends Error {
+  /** The file that could not be used. */
   readonly file: string;
   constructor(file: string, problem: string, options?: { cause?: unknown }) {
     super(
@@ -33,8 +37,11 @@ export class CertificateError extends Error {
   }
 }
 
+/** A certificate and its private key, as read from disk. */
 export interface KeyPair {
+  /** The certificate chain (PEM). */
   cert: Buffer;
+  /** The private key (PEM). */
   key: Buffer;
 }
 
@@ -53,7 +60,9 @@ function signature(file: string): string {
  * Secret volume counts as a change.
  */
 export class CertificateFiles {
+  /** Path of the certificate (PEM). */
   readonly certFile: string;
+  /** Path of the private key (PEM). */
   readonly keyFile: string;
   #seen = "";
 
@@ -92,9 +101,13 @@ function readOne(file: string): Buffer {
 
 /** Files written by `writeServingCertificate`. */
 export interface ServingCertificate {
+  /** The directory the files were written to. */
   dir: string;
+  /** Path of tls.crt. */
   certFile: string;
+  /** Path of tls.key. */
   keyFile: string;
+  /** Path of ca.crt. */
   caFile: string;
   /** The CA certificate (PEM) that webhook configurations carry as caBundle. */
   caPem: string;
@@ -102,11 +115,13 @@ export interface ServingCertificate {
   ca: CertificateAuthority;
 }
 
+/** Options of `writeServingCertificate`: the names covered, the CA to issue from, the validity. */
 export interface ServingCertificateOptions {
   /** DNS names and IP addresses the certificate is valid for (default 127.0.0.1, ::1 and localhost). */
   hosts?: string[];
   /** Issue from this CA instead of a new one (e.g. a rotation that keeps the caBundle). */
   ca?: CertificateAuthority;
+  /** Validity of the serving certificate in days (default 365). */
   validDays?: number;
 }
 
@@ -149,8 +164,11 @@ export async function writeServingCertificate(
 
 /** A serving certificate's PEM material, as a TLS Secret holds it. */
 export interface CertificatePem {
+  /** The CA certificate (PEM), for the caBundle. */
   caPem: string;
+  /** The serving certificate (PEM). */
   certPem: string;
+  /** The serving certificate's private key (PEM). */
   keyPem: string;
 }
 

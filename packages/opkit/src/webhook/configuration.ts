@@ -19,7 +19,9 @@ export type WebhookTarget =
 
 /** `clientConfig` of a webhook entry or a CRD conversion webhook. */
 export interface WebhookClientConfig {
+  /** An https URL the API server calls (webhooks running outside the cluster, e.g. local development). */
   url?: string;
+  /** The in-cluster Service the API server calls. */
   service?: { name: string; namespace: string; path: string; port: number };
   /** Base64 of the CA PEM. */
   caBundle?: string;
@@ -27,10 +29,16 @@ export interface WebhookClientConfig {
 
 /** A CRD's `spec.conversion` for the Webhook strategy. */
 export interface CrdConversion {
+  /** Always "Webhook": the API server calls the conversion webhook. */
   strategy: "Webhook";
+  /** Where the conversion webhook is and which review version it speaks. */
   webhook: { clientConfig: WebhookClientConfig; conversionReviewVersions: ["v1"] };
 }
 
+/**
+ * The objects that register an operator's webhooks with the API server: the validating and mutating
+ * configurations and each CRD's conversion setting.
+ */
 export interface WebhookConfigurations {
   /** Absent when no handler validates. */
   validating?: KubeObject;
@@ -40,11 +48,15 @@ export interface WebhookConfigurations {
   conversions: { crdName: string; conversion: CrdConversion }[];
 }
 
+/** Options of `webhookConfigurations`: the objects' name, where the server runs and extra metadata. */
 export interface WebhookConfigurationOptions {
   /** Name of both configuration objects (usually the operator's name). */
   name: string;
+  /** Where the API server reaches the webhook server (a URL or a Service) and the CA that signed it. */
   target: WebhookTarget;
+  /** Labels for the configuration objects. */
   labels?: Record<string, string>;
+  /** Annotations for the configuration objects, e.g. cert-manager's inject-ca-from. */
   annotations?: Record<string, string>;
 }
 

@@ -15,8 +15,11 @@ import type { ConversionRequest, ConversionResponse } from "./review.ts";
 
 /** What conversion needs to know of a version of the kind; `defineKind` results have all of it. */
 export interface ConversionKind<T extends KubeObject = KubeObject> extends KindRef<T> {
+  /** The kind's API group. */
   readonly group: string;
+  /** This version's name, e.g. "v1beta1". */
   readonly version: string;
+  /** The kind's plural (the CRD is `<plural>.<group>`). */
   readonly plural: string;
 }
 
@@ -31,14 +34,22 @@ export type Converted<T extends KubeObject> = Omit<T, "apiVersion" | "kind" | "m
 
 /** One non-hub version and its two conversions. */
 export interface SpokeDefinition<H extends KubeObject, S extends KubeObject> {
+  /** The spoke version. */
   kind: ConversionKind<S>;
+  /** Convert an object of this version to the hub version. */
   toHub(obj: S): Converted<H>;
+  /** Convert a hub object to this version. */
   fromHub(hub: H): Converted<S>;
 }
 
+/**
+ * A conversion webhook declared hub-and-spoke (as kubebuilder): every version converts to and from one hub,
+ * so n versions need 2(n-1) functions instead of n(n-1).
+ */
 export interface ConversionDefinition<H extends KubeObject, S extends readonly KubeObject[]> {
   /** The hub version (usually the storage version). */
   hub: ConversionKind<H>;
+  /** Every other version with its conversions to and from the hub. */
   spokes: { [I in keyof S]: SpokeDefinition<H, S[I]> };
   /** URL path (default `/convert-<group>-<kind>`). */
   path?: string;
@@ -46,13 +57,19 @@ export interface ConversionDefinition<H extends KubeObject, S extends readonly K
 
 /** The conversion webhook of one kind. */
 export interface ConversionWebhook {
+  /** Always "conversion". */
   readonly type: "conversion";
+  /** The URL path it is served on. */
   readonly path: string;
   /** `<plural>.<group>`: the CRD whose `spec.conversion` points at this webhook. */
   readonly crdName: string;
+  /** The kind's API group. */
   readonly group: string;
+  /** The kind name. */
   readonly kind: string;
+  /** The hub version. */
   readonly hub: ConversionKind;
+  /** The other versions. */
   readonly spokes: readonly ConversionKind[];
   /** Convert one object to `apiVersion` (throws ConversionError). */
   convert(obj: KubeObject, apiVersion: string): KubeObject;

@@ -73,6 +73,10 @@ export class LocalWebhookError extends Error {
   }
 }
 
+/**
+ * Options of preparing locally served webhooks: the address the API server calls and where the certificate
+ * goes.
+ */
 export interface LocalWebhooksOptions {
   /** Address the API server reaches the local server on (default 127.0.0.1). */
   host?: string;
@@ -84,8 +88,11 @@ export interface LocalWebhooksOptions {
 
 /** The certificate, address and registrations of a locally served set of webhooks. */
 export class LocalWebhooks {
+  /** The address the API server reaches the local server on. */
   readonly host: string;
+  /** The port the local server listens on. */
   readonly port: number;
+  /** The serving certificate and its CA (registered as caBundle). */
   readonly certificate: ServingCertificate;
   readonly #ownDir: boolean;
 
@@ -222,21 +229,37 @@ async function deleteIfPresent(
   }
 }
 
+/**
+ * Options of `startLocalWebhooks`: serve the handlers on this machine and register them with the cluster, for
+ * `opkit run --local-webhooks` and tests.
+ */
 export interface StartLocalWebhooksOptions {
+  /**
+   * The client that registers the configurations (needs create/delete on webhook configurations and patch on
+   * CRDs).
+   */
   client: KubeClient;
   /** Name of the configuration objects (e.g. the operator's name, or a test's unique name). */
   name: string;
+  /** The webhooks to serve. */
   handlers: readonly WebhookHandler[];
+  /** Address the API server reaches this machine on (default 127.0.0.1). */
   host?: string;
+  /** Port to listen on (default: a free one). */
   port?: number;
+  /** Where request failures are logged. */
   logger?: Logger;
+  /** Where webhook request metrics go. */
   metrics?: Metrics;
+  /** Per-request handler time limit in milliseconds. */
   requestTimeoutMs?: number;
 }
 
 /** A running local webhook server and its registrations; `stop` undoes everything. */
 export interface RunningLocalWebhooks {
+  /** The HTTPS server answering the webhooks. */
   readonly server: WebhookServer;
+  /** Its certificate and address. */
   readonly local: LocalWebhooks;
   /** The configuration objects as registered. */
   readonly configurations: WebhookConfigurations;

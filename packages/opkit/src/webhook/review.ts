@@ -8,107 +8,161 @@
  */
 import type { KubeObject } from "../client/types.ts";
 
+/** The AdmissionReview API version opkit speaks (v1; v1beta1 is gone from current clusters). */
 export const ADMISSION_API_VERSION = "admission.k8s.io/v1";
+/** The ConversionReview API version opkit speaks. */
 export const CONVERSION_API_VERSION = "apiextensions.k8s.io/v1";
 
+/** The operation an admission request is about. */
 export type Operation = "CREATE" | "UPDATE" | "DELETE" | "CONNECT";
 
 /** Group, version and kind of the object under review. */
 export interface GroupVersionKind {
+  /** The API group ("" for core). */
   group: string;
+  /** The version. */
   version: string;
+  /** The kind. */
   kind: string;
 }
 
 /** Group, version and resource (plural) of the request. */
 export interface GroupVersionResource {
+  /** The API group ("" for core). */
   group: string;
+  /** The version. */
   version: string;
+  /** The resource (lowercase plural). */
   resource: string;
 }
 
 /** Who sent the request the API server is admitting. */
 export interface UserInfo {
+  /** The user's name, e.g. "system:serviceaccount:ns:name". */
   username?: string;
+  /** The user's uid. */
   uid?: string;
+  /** The user's groups, e.g. "system:masters". */
   groups?: string[];
+  /** Extra attributes the authenticator added. */
   extra?: Record<string, string[]>;
 }
 
 /** `request` of an AdmissionReview v1. */
 export interface AdmissionRequest {
+  /** Identifies the request; the response must carry it back. */
   uid: string;
+  /** The kind of the object as the webhook registered it. */
   kind: GroupVersionKind;
+  /** The resource as the webhook registered it. */
   resource: GroupVersionResource;
+  /** The subresource, e.g. "status". */
   subResource?: string;
+  /** The kind as the user sent it (differs when the server converted between versions). */
   requestKind?: GroupVersionKind;
+  /** The resource as the user sent it. */
   requestResource?: GroupVersionResource;
+  /** The subresource as the user sent it. */
   requestSubResource?: string;
+  /** The object's name (may be absent on CREATE with generateName). */
   name?: string;
+  /** The object's namespace. */
   namespace?: string;
+  /** What is being done. */
   operation: Operation;
+  /** Who is doing it. */
   userInfo: UserInfo;
   /** The new object (absent for DELETE). */
   object?: KubeObject | null;
   /** The existing object (UPDATE and DELETE). */
   oldObject?: KubeObject | null;
+  /** True for a dry run: the webhook must not cause side effects. */
   dryRun?: boolean;
+  /** The operation's options (CreateOptions, UpdateOptions, DeleteOptions). */
   options?: Record<string, unknown> | null;
 }
 
 /** A `Status` cause: which field is wrong and why (`kubectl` prints these). */
 export interface AdmissionStatusCause {
+  /** A machine-readable cause, e.g. "FieldValueInvalid". */
   type?: string;
+  /** What is wrong. */
   message?: string;
+  /** The field path, e.g. "spec.replicas". */
   field?: string;
 }
 
 /** The `status` of a denied AdmissionResponse; its message is what `kubectl` shows. */
 export interface AdmissionStatus {
+  /** HTTP status code of the denial (e.g. 403). */
   code?: number;
+  /** Machine-readable reason. */
   reason?: string;
+  /** What the user sees. */
   message?: string;
+  /** The field-level causes. */
   details?: { causes?: AdmissionStatusCause[] };
 }
 
 /** `response` of an AdmissionReview v1. */
 export interface AdmissionResponse {
+  /** The request's uid, echoed. */
   uid: string;
+  /** Whether the request is admitted. */
   allowed: boolean;
+  /** Why it was denied. */
   status?: AdmissionStatus;
+  /** Set with `patch` by mutating webhooks. */
   patchType?: "JSONPatch";
   /** Base64 of the JSON Patch (RFC 6902) document. */
   patch?: string;
+  /** Warnings kubectl shows to the user. */
   warnings?: string[];
+  /** Annotations added to the audit log entry. */
   auditAnnotations?: Record<string, string>;
 }
 
+/** The AdmissionReview v1 envelope the API server posts to admission webhooks and expects back. */
 export interface AdmissionReview {
+  /** Always admission.k8s.io/v1. */
   apiVersion: typeof ADMISSION_API_VERSION;
+  /** Always "AdmissionReview". */
   kind: "AdmissionReview";
+  /** Set in what the server sends. */
   request?: AdmissionRequest;
+  /** Set in what the webhook answers. */
   response?: AdmissionResponse;
 }
 
 /** `request` of a ConversionReview v1. */
 export interface ConversionRequest {
+  /** Identifies the request; the response must carry it back. */
   uid: string;
   /** e.g. "webhook-test.opkit.dev/v2". */
   desiredAPIVersion: string;
+  /** The objects to convert (all of one kind). */
   objects: KubeObject[];
 }
 
 /** `response` of a ConversionReview v1. */
 export interface ConversionResponse {
+  /** The request's uid, echoed. */
   uid: string;
+  /** The objects in the desired version, in the request's order. */
   convertedObjects: KubeObject[];
+  /** Success, or Failure with a message the user sees. */
   result: { status: "Success" | "Failure"; message?: string };
 }
 
+/** The ConversionReview v1 envelope the API server posts to conversion webhooks and expects back. */
 export interface ConversionReview {
+  /** Always apiextensions.k8s.io/v1. */
   apiVersion: typeof CONVERSION_API_VERSION;
+  /** Always "ConversionReview". */
   kind: "ConversionReview";
+  /** Set in what the server sends. */
   request?: ConversionRequest;
+  /** Set in what the webhook answers. */
   response?: ConversionResponse;
 }
 

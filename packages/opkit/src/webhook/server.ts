@@ -41,16 +41,21 @@ import {
 /** Any handler the server can serve. */
 export type WebhookHandler = AdmissionWebhook | ConversionWebhook;
 
+/** The webhook port controller-runtime uses (9443), so manifests written for Go operators fit. */
 export const DEFAULT_WEBHOOK_PORT = 9443;
 /**
  * 7 MiB: an UPDATE review carries the object twice, and the API server accepts objects up to 3 MiB.
  * Conversion reviews carry whole lists and get a larger limit (`maxConversionBytes`).
  */
 export const DEFAULT_MAX_REQUEST_BYTES = 7 * 1024 * 1024;
+/** Largest conversion request body accepted by default (64 MiB): conversion reviews carry whole lists. */
 export const DEFAULT_MAX_CONVERSION_BYTES = 64 * 1024 * 1024;
+/** Default time limit of an admission handler (10 s, the API server's default webhook timeout). */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
 
+/** Options of a `WebhookServer`: the handlers, the address, the certificate and the limits. */
 export interface WebhookServerOptions {
+  /** The admission and conversion webhooks to serve, each on its own path. */
   handlers: readonly WebhookHandler[];
   /** Interface to bind (default "0.0.0.0"). */
   host?: string;
@@ -58,7 +63,9 @@ export interface WebhookServerOptions {
   port?: number;
   /** Directory with tls.crt and tls.key (default controller-runtime's /tmp/k8s-webhook-server/serving-certs). */
   certDir?: string;
+  /** Path of the certificate (default `<certDir>/tls.crt`). */
   certFile?: string;
+  /** Path of the private key (default `<certDir>/tls.key`). */
   keyFile?: string;
   /** Largest admission request body accepted (default 7 MiB); larger ones get a 400. */
   maxRequestBytes?: number;
@@ -66,14 +73,19 @@ export interface WebhookServerOptions {
   maxConversionBytes?: number;
   /** Per-request limit for an admission handler (default 10 s, never more than its timeoutSeconds). */
   requestTimeoutMs?: number;
+  /** Where request counts and latencies go (controller-runtime's webhook metric names). */
   metrics?: Metrics;
+  /** Where handler failures are logged. */
   logger?: Logger;
+  /** Time source for timeouts; a FakeClock in tests. */
   clock?: Clock;
 }
 
 /** The outcome of the readiness check (the manager's /readyz shape). */
 export interface WebhookCheckResult {
+  /** Whether the server is ready to answer. */
   ok: boolean;
+  /** Why it is not, e.g. a missing certificate. */
   detail?: string;
 }
 
@@ -132,6 +144,11 @@ function readBody(req: IncomingMessage, limit: number): Promise<string> {
   });
 }
 
+/**
+ * The HTTPS server that answers the API server's admission and conversion requests, reloading its certificate
+ * when the files change (rotations need no restart). The Manager runs one when `webhook` is set; use it
+ * directly in tests or to serve webhooks without a manager.
+ */
 export class WebhookServer {
   readonly #routes = new Map<string, Route>();
   readonly #host: string;
