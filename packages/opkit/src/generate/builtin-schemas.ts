@@ -41,7 +41,12 @@ export const BUILTIN_API_DOCUMENTS: readonly string[] = [
 
 /** An OpenAPI v3 document as the API server serves it; only `components.schemas` is read. */
 export interface OpenApiDocument {
+  /**
+   * The schema definitions by name (e.g. "io.k8s.api.core.v1.ServicePort"); the only part the generator
+   * reads.
+   */
   components?: { schemas?: Record<string, unknown> };
+  /** The rest of the document (paths, info), ignored. */
   [key: string]: unknown;
 }
 

@@ -16,8 +16,11 @@ import type {
 
 /** A schema the API server would reject; `path` names the field (`spec.items[].name`). */
 export class SchemaError extends Error {
+  /** The kind whose schema is wrong. */
   readonly kind: string;
+  /** The version whose schema is wrong. */
   readonly version: string;
+  /** The field that is wrong, e.g. `spec.items[].name` ("" for the root). */
   readonly path: string;
   constructor(kind: string, version: string, path: string, problem: string) {
     super(`${kind} ${version} ${path || "<root>"}: ${problem}`);

@@ -16,26 +16,42 @@ import {
   writeIfChanged,
 } from "./manifests.ts";
 
+/** The chart's values.yaml: what users of the chart may change without editing templates. */
 export interface HelmValues {
+  /** The operator image. */
   image: string;
+  /** How many replicas run (leader election decides which one reconciles). */
   replicas: number;
+  /** CPU and memory requests and limits of the operator container. */
   resources: ResourceRequirements;
+  /** The namespace the operator runs in. */
   namespace: string;
   /** Whether replicas elect a leader (OPKIT_LEADER_ELECT); true by default when replicas > 1. */
   leaderElection: boolean;
 }
 
+/**
+ * What `writeHelmChart` builds a chart from: the chart's identity and the generated manifests it templates.
+ */
 export interface HelmChartInput {
+  /** The chart name (usually the operator's name). */
   name: string;
   /** Chart version (SemVer). */
   version: string;
+  /** The version of the operator the chart deploys (SemVer or an image tag). */
   appVersion: string;
+  /** The manifests to template (CRDs go to crds/, the rest to templates/). */
   objects: readonly KubeObject[];
   /** Defaults are read from the Deployment in `objects`; values given here replace them. */
   values?: Partial<HelmValues>;
+  /** The chart description in Chart.yaml. */
   description?: string;
 }
 
+/**
+ * The chart could not be built from the given input (e.g. no Deployment to read the values from); the message
+ * says what is missing.
+ */
 export class HelmChartError extends Error {
   constructor(message: string) {
     super(message);

@@ -8,34 +8,54 @@ import { dirname, join } from "node:path";
 import { stringify } from "yaml";
 import type { KubeObject } from "../client/types.ts";
 
+/** CPU and memory quantities, e.g. `{ cpu: "100m", memory: "128Mi" }`. */
 export interface ResourceList {
+  /** CPU, e.g. "100m" (a tenth of a core). */
   cpu?: string;
+  /** Memory, e.g. "128Mi". */
   memory?: string;
 }
 
+/** A container's resource requests (what the scheduler reserves) and limits (the ceiling). */
 export interface ResourceRequirements {
+  /** What the scheduler reserves for the container. */
   requests?: ResourceList;
+  /** The most the container may use; exceeding memory gets it killed. */
   limits?: ResourceList;
 }
 
 /** A container env entry: a literal value, or a downward-API / Secret / ConfigMap reference. */
 export interface EnvVar {
+  /** The variable's name. */
   name: string;
+  /** A literal value. */
   value?: string;
+  /** A reference, e.g. `{ fieldRef: { fieldPath: "metadata.namespace" } }` or a Secret key. */
   valueFrom?: Record<string, unknown>;
 }
 
+/**
+ * What `manifestsFor` builds the deployment manifests from: the operator's name, namespace, image, RBAC,
+ * CRDs, container settings, ports and webhook setup.
+ */
 export interface ManifestsInput {
   /** Operator name (DNS label): Deployment, ServiceAccount and Services are named after it. */
   name: string;
+  /** The namespace the operator is deployed to (created by the manifests). */
   namespace: string;
+  /** The operator's container image. */
   image: string;
+  /** Replicas of the Deployment (default 1); more than one needs leader election. */
   replicas?: number;
   /** RBAC objects from `rbacFor`. */
   rbac: readonly KubeObject[];
+  /** The CRDs of the operator's kinds, installed with it. */
   crds?: readonly KubeObject[];
+  /** The container's requests and limits (default DEFAULT_RESOURCES). */
   resources?: ResourceRequirements;
+  /** Extra environment variables of the container. */
   env?: readonly EnvVar[] | Record<string, string>;
+  /** Extra command-line arguments of the container (e.g. the operator's own flags). */
   args?: readonly string[];
   /**
    * The ports the operator serves on, as its flags default them (the caller passes the runtime's
@@ -43,19 +63,25 @@ export interface ManifestsInput {
    * Ports other than the runtime's defaults are passed to the container as bind-address variables.
    */
   ports: OperatorPorts;
+  /** The webhook Service, certificate and configurations, when the operator has webhooks. */
   webhook?: WebhookManifestsInput;
 }
 
 /** Ports of an operator's metrics, probe and webhook servers. */
 export interface OperatorPorts {
+  /** The /metrics port. */
   metrics: number;
+  /** The /healthz and /readyz port. */
   health: number;
+  /** The webhook server's port. */
   webhook: number;
 }
 
 /** A CRD's `spec.conversion` pointing at a conversion webhook (the shape `webhookConfigurations` returns). */
 export interface CrdConversionInput {
+  /** The CRD's name, `<plural>.<group>`. */
   crdName: string;
+  /** The `spec.conversion` to set on it. */
   conversion: {
     strategy: "Webhook";
     webhook: {
@@ -104,6 +130,10 @@ export function webhookDnsNames(name: string, namespace: string): string[] {
   return [`${svc}.${namespace}.svc`, `${svc}.${namespace}.svc.cluster.local`];
 }
 
+/**
+ * The manifest input is inconsistent (e.g. webhooks without certificates); the message names what to add or
+ * change.
+ */
 export class ManifestError extends Error {
   constructor(message: string) {
     super(message);

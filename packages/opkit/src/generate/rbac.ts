@@ -13,34 +13,58 @@ export type { ExtraPolicyRule, PolicyRule };
 
 /** What RBAC needs to know about a kind: its API group, plural resource and scope. */
 export interface ResolvedKind {
+  /** The API group ("" for core). */
   group: string;
+  /** The plural resource name, e.g. "deployments". */
   resource: string;
+  /** Whether the kind is namespaced (decides Role versus ClusterRole). */
   namespaced: boolean;
 }
 
+/**
+ * Looks up a kind's group, resource and scope: offline from known kinds, or via discovery when a cluster is
+ * at hand.
+ */
 export type KindResolver = (kind: KindRef) => Promise<ResolvedKind> | ResolvedKind;
 
 /** The parts of a Controller that determine its permissions. */
 export interface ControllerPermissions {
+  /**
+   * The reconciled kind: read, update and patch, plus its status and (for owner references) finalizers
+   * subresources.
+   */
   forKind: KindRef;
+  /** Kinds it creates and owns: read and write (create, update, patch, delete). */
   ownedKinds: readonly KindRef[];
+  /** Kinds it only watches: get, list, watch. */
   watchedKinds: readonly KindRef[];
 }
 
+/**
+ * What `rbacFor` derives the least-privilege RBAC of an operator from: its controllers' watches, extra rules,
+ * leader election and namespace scope.
+ */
 export interface RbacInput {
   /** Operator name: the ServiceAccount, roles and bindings are named after it. */
   name: string;
   /** Namespace the operator runs in (ServiceAccount, leader-election Lease). */
   namespace: string;
+  /** The controllers whose watches imply the permissions. */
   controllers: readonly ControllerPermissions[];
+  /** Rules beyond what the watches imply (e.g. reading Nodes without caching them). */
   extraRules?: readonly ExtraPolicyRule[];
   /** Grant Lease access in `namespace` (default true). */
   leaderElection?: boolean;
   /** When set, namespaced kinds are granted by a Role in this namespace instead of a ClusterRole. */
   watchNamespace?: string;
+  /** How kinds are resolved to resources and scopes. */
   resolve: KindResolver;
 }
 
+/**
+ * RBAC cannot be generated from the input (e.g. no name, or an extra rule without apiGroups and resources);
+ * the message says what to set.
+ */
 export class RbacGenerationError extends Error {
   constructor(message: string) {
     super(message);

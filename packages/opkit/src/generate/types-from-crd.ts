@@ -5,6 +5,7 @@
 import { parseAllDocuments } from "yaml";
 import type { CustomResourceDefinition, JSONSchemaProps } from "./crd-types.ts";
 
+/** Options of `typesFromCrd`. */
 export interface TypesFromCrdOptions {
   /** Where `kindRef` and `KubeObject` are imported from; "opkit" by default. */
   importFrom?: string;
