@@ -22,6 +22,10 @@ import {
   type BinaryName,
 } from "./versions.ts";
 
+/**
+ * Go is not installed: the control plane is built from the official Go modules, so `opkit env build` needs
+ * it; the message says how to fix it.
+ */
 export class GoNotFoundError extends Error {
   constructor() {
     super(
@@ -32,8 +36,11 @@ export class GoNotFoundError extends Error {
   }
 }
 
+/** Building one of the control-plane binaries failed; the message carries the end of the build log. */
 export class BuildError extends Error {
+  /** The full build log of the failed step. */
   readonly logFile: string;
+  /** The last lines of that log. */
   readonly logTail: string;
   constructor(step: string, logFile: string, logTail: string) {
     super(`building ${step} failed; last lines of ${logFile}:\n${logTail}`);
@@ -43,9 +50,15 @@ export class BuildError extends Error {
   }
 }
 
+/**
+ * A progress report of `buildControlPlane`, so a caller can show what the minutes-long first build is doing.
+ */
 export interface BuildProgress {
+  /** The binary or step, e.g. "kube-apiserver". */
   step: string;
+  /** Started, finished, or skipped because the binary is already in the cache. */
   state: "start" | "done" | "cached";
+  /** Time spent on the step so far. */
   elapsedMs: number;
 }
 
@@ -55,9 +68,13 @@ export interface BuildOptions {
   force?: boolean;
 }
 
+/** What `buildControlPlane` did. */
 export interface BuildResult {
+  /** Where the binaries are. */
   binDir: string;
+  /** The binaries built now (empty when everything was cached). */
   built: BinaryName[];
+  /** Total time taken. */
   elapsedMs: number;
 }
 
@@ -68,6 +85,10 @@ const K8S_PACKAGES: Record<Exclude<BinaryName, "kwok" | "etcd">, string> = {
   kubectl: "k8s.io/kubernetes/cmd/kubectl",
 };
 
+/**
+ * The control-plane binaries not built yet for the pinned versions; empty means `env up` can start without a
+ * build.
+ */
 export function missingBinaries(): BinaryName[] {
   return COMPONENT_BINARIES.filter((b) => !existsSync(join(binDir(), b)));
 }

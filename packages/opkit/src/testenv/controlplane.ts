@@ -41,17 +41,25 @@ export { ComponentError } from "./launch.ts";
 
 /** One component's row in `status()`. */
 export interface ComponentStatus {
+  /** The component. */
   name: ComponentName;
+  /** Its process id, when it was started. */
   pid?: number;
+  /** The port it serves on. */
   port: number;
+  /** Whether its process is alive. */
   running: boolean;
+  /** Whether its health endpoint answers ok. */
   healthy: boolean;
+  /** Why it is not healthy, or "ok". */
   detail: string;
 }
 
 /** Options of `up`: the env's shape (EnvOptions) plus progress callbacks and the health timeout. */
 export interface UpOptions extends EnvOptions {
+  /** Told about each start-up step, e.g. to print progress. */
   onProgress?: (message: string) => void;
+  /** Told about the build of missing binaries, when `up` has to build first. */
   onBuildProgress?: (p: BuildProgress) => void;
   /** Milliseconds each component may take to become healthy (default 90 s). */
   healthTimeoutMs?: number;
@@ -59,8 +67,11 @@ export interface UpOptions extends EnvOptions {
 
 /** What `up` did. */
 export interface UpResult {
+  /** True when the env was running already and `up` only checked it. */
   alreadyRunning: boolean;
+  /** Path of the admin kubeconfig of the env. */
   kubeconfig: string;
+  /** How long `up` took. */
   elapsedMs: number;
   /**
    * When the env was already running: the requested settings it does not have (`up` never changes a
@@ -73,7 +84,9 @@ const DEFAULT_HEALTH_TIMEOUT_MS = 90_000;
 
 /** A named local control plane: start, stop, inspect and fault-inject it. */
 export class ControlPlane {
+  /** The env's name. */
   readonly name: string;
+  /** The directory holding its state, certificates, data and logs. */
   readonly dir: string;
   readonly #files: EnvFiles;
   readonly #clock: Clock;
@@ -94,6 +107,7 @@ export class ControlPlane {
     return EnvFiles.list();
   }
 
+  /** Path of the env's admin kubeconfig (exists once `up` has run). */
   get kubeconfigPath(): string {
     return this.#files.kubeconfigPath;
   }

@@ -21,6 +21,7 @@ export class HelmError extends Error {
 /** The helm release `ensureHelm` builds; pinned so test results do not change under us. */
 export const HELM_VERSION = "v3.22.0";
 
+/** Where `ensureHelm` puts the helm binary of a version (in the shared cache, outside any checkout). */
 export function helmPath(version = HELM_VERSION): string {
   return join(cacheDir(), "tools", `helm-${version}`, "helm");
 }

@@ -15,7 +15,9 @@ import type { ComponentName, EnvFiles, EnvState } from "./state.ts";
 
 /** A component did not become healthy (or died); carries its log tail. */
 export class ComponentError extends Error {
+  /** The component that failed, e.g. "kube-apiserver". */
   readonly component: string;
+  /** The last lines of its log. */
   readonly logTail: string;
   constructor(component: string, problem: string, logFile: string) {
     const tail = tailFile(logFile, 25);

@@ -14,8 +14,11 @@ import type { NodeResources } from "./state.ts";
 
 /** A node taint (core/v1 Taint without the timestamp). */
 export interface NodeTaint {
+  /** The taint key. */
   key: string;
+  /** The taint value (optional). */
   value?: string;
+  /** What happens to pods that do not tolerate it: not scheduled, scheduled only if needed, or evicted. */
   effect: "NoSchedule" | "PreferNoSchedule" | "NoExecute";
 }
 
@@ -25,6 +28,7 @@ export interface NodeSpec {
   name: string;
   /** Labels on top of the standard ones (hostname, os, arch, `type: kwok`). */
   labels?: Record<string, string>;
+  /** Taints, e.g. so that only a test's own pods (which tolerate it) land on its nodes. */
   taints?: NodeTaint[];
   /**
    * Capacity (and allocatable) over the env's default node size: `cpu`, `memory`, `pods` and extended

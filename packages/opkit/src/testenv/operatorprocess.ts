@@ -7,17 +7,24 @@
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
+/** How `startOperatorProcess` runs an operator's entry file as its own Node process. */
 export interface OperatorProcessOptions {
   /** Command-line arguments after the entry file, e.g. ["--kubeconfig", path]. */
   args?: readonly string[];
   /** Added to the test process's environment. */
   env?: Readonly<Record<string, string>>;
+  /** Working directory of the process (default the test's). */
   cwd?: string;
   /** Node's `--conditions` (default ["opkit-source"]: `opkit` resolves to its TypeScript source). */
   conditions?: readonly string[];
 }
 
+/**
+ * An operator running as a child process of a test, with its output captured, so tests exercise it as it runs
+ * in production (own process, own credentials).
+ */
 export interface OperatorProcess {
+  /** The child's process id. */
   readonly pid: number;
   /** Every line written to stdout and stderr so far. */
   readonly output: readonly string[];

@@ -10,9 +10,15 @@ import { startOperatorProcess, type OperatorProcess } from "./operatorprocess.ts
 import { impersonateServiceAccount, readManifests, type ServiceAccountSession } from "./serviceaccount.ts";
 import type { TestEnv } from "./testing.ts";
 
+/**
+ * An opkit project's operator set up for a test: its CRDs installed, its generated RBAC bound to a
+ * ServiceAccount in a fresh namespace, and a way to start it as its own process under that identity, so the
+ * test proves the RBAC is enough.
+ */
 export interface OperatorProject {
   /** The test namespace the operator's ServiceAccount (and its namespaced RBAC) live in. */
   readonly namespace: string;
+  /** The ServiceAccount the operator runs as, with its kubeconfig. */
   readonly session: ServiceAccountSession;
   /**
    * Start `src/main.ts` as the ServiceAccount, with free metrics/probe ports, JSON logs and `args`;

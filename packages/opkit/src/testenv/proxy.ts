@@ -6,7 +6,12 @@
 import { createConnection, createServer, type Server, type Socket } from "node:net";
 import { loadClusterConfig, type ClusterConfig } from "../client/config.ts";
 
+/**
+ * A TCP proxy in front of the API server for fault injection: drop, freeze or refuse connections of the
+ * clients that go through it, and heal again.
+ */
 export interface TcpProxy {
+  /** The local port clients connect to. */
   readonly port: number;
   /** Connections accepted so far. */
   readonly connections: number;
@@ -25,10 +30,16 @@ export interface TcpProxy {
    * them, until `heal()` (a hung API server or a black-holed route, where nothing fails fast).
    */
   blackhole(): void;
+  /** End a partition or black hole: new connections are forwarded again. */
   heal(): void;
+  /** Close the proxy and every connection. */
   close(): Promise<void>;
 }
 
+/**
+ * Start a TCP proxy on a free local port that forwards to `targetHost:targetPort`; pair it with
+ * `kubeConfigVia` to point a client at it.
+ */
 export async function startTcpProxy(targetPort: number, targetHost = "127.0.0.1"): Promise<TcpProxy> {
   const open = new Set<Socket>();
   const pairs = new Set<[Socket, Socket]>();

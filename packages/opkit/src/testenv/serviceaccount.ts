@@ -18,10 +18,16 @@ import type { TestEnv } from "./testing.ts";
 
 const RBAC_KINDS = new Set(["ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"]);
 
+/**
+ * A ServiceAccount with RBAC applied from manifests, and a kubeconfig that acts as it: run code under exactly
+ * the permissions an operator will have in production.
+ */
 export interface ServiceAccountSession {
   /** `system:serviceaccount:<namespace>:<name>` */
   readonly user: string;
+  /** The ServiceAccount's namespace. */
   readonly namespace: string;
+  /** The ServiceAccount's name. */
   readonly name: string;
   /** A kubeconfig acting as the ServiceAccount (pass it to the operator as --kubeconfig). */
   readonly kubeconfigPath: string;

@@ -20,10 +20,13 @@ export const DEFAULT_SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/16";
  * throttles a 1,000-pod Deployment to minutes; a local apiserver serves ten times that easily.
  */
 export const DEFAULT_COMPONENT_QPS = 200;
+/** Burst of kube-controller-manager and kube-scheduler towards the API server (twice the qps). */
 export const DEFAULT_COMPONENT_BURST = 400;
 /** Pods per node by default: 1,000 pods fit on one node (a kubelet's default is 110). */
 export const DEFAULT_MAX_PODS = 1000;
+/** CPU capacity of each simulated node by default: large, so tests are not limited by it. */
 export const DEFAULT_NODE_CPU = "32";
+/** Memory capacity of each simulated node by default. */
 export const DEFAULT_NODE_MEMORY = "128Gi";
 
 const MAX_NODES = 500;
@@ -31,6 +34,7 @@ const MAX_PODS_LIMIT = 100_000;
 
 /** A bad value for one of the env's options; `option` is the flag as the CLI spells it. */
 export class InvalidEnvOptionError extends Error {
+  /** The option that is wrong, as the CLI spells it, e.g. "--nodes". */
   readonly option: string;
   constructor(option: string, message: string) {
     super(`${option}: ${message}`);

@@ -23,10 +23,15 @@ export type ComponentName = (typeof COMPONENTS)[number];
 
 /** A started component as recorded in the state file. */
 export interface ComponentState {
+  /** Its process id. */
   pid: number;
+  /** The executable, to recognise the process (a reused pid is not it). */
   exe: string;
+  /** Its command-line arguments. */
   args: string[];
+  /** The port it serves on. */
   port: number;
+  /** Its log file. */
   log: string;
 }
 
@@ -41,6 +46,7 @@ export interface EnvSettings {
   featureGates: Record<string, boolean>;
   /** Client rate limit of kube-controller-manager and kube-scheduler (`--kube-api-qps`, `--kube-api-burst`). */
   componentQps: number;
+  /** Client burst of kube-controller-manager and kube-scheduler. */
   componentBurst: number;
   /** Capacity (and allocatable) of each node `up` creates, and the default for `addNodes`. */
   nodeCapacity: NodeResources;
@@ -48,16 +54,27 @@ export interface EnvSettings {
 
 /** What `<env dir>/state.json` holds. */
 export interface EnvState {
+  /** The env's name. */
   name: string;
+  /** Its state directory. */
   dir: string;
+  /** The Kubernetes version it runs. */
   kubernetesVersion: string;
+  /** When it was created (ISO 8601). */
   createdAt: string;
+  /** How many simulated nodes `up` created. */
   nodes: number;
+  /** The address kube-apiserver advertises. */
   advertiseAddress: string;
+  /** Path of the admin kubeconfig. */
   kubeconfig: string;
+  /** The API server's URL. */
   server: string;
+  /** The ports of every component (chosen free at creation). */
   ports: Record<ComponentName, number> & { etcdPeer: number };
+  /** The started components. */
   components: Partial<Record<ComponentName, ComponentState>>;
+  /** The settings it was started with. */
   settings: EnvSettings;
   /** PID of the process that owns this env (a test run); a watchdog stops the env when it dies. */
   ownerPid?: number;

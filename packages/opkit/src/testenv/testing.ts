@@ -22,6 +22,10 @@ import { kubeConfigVia, startTcpProxy, type TcpProxy } from "./proxy.ts";
 import type { EnvOptions } from "./settings.ts";
 import type { ClusterConfig } from "../client/config.ts";
 
+/**
+ * The environment variable naming the running env tests should use (`OPKIT_TEST_ENV=<name>`); without it a
+ * test file starts its own.
+ */
 export const TEST_ENV_VARIABLE = "OPKIT_TEST_ENV";
 
 /**
@@ -34,9 +38,16 @@ export const TEST_ENV_OPTIONS: Readonly<EnvOptions> = Object.freeze({
   featureGates: Object.freeze({ ShardedListAndWatch: true }),
 });
 
+/**
+ * What `useTestEnv` gives a test: the shared env, an admin client, and helpers for namespaces, CRDs, nodes
+ * and faults that clean up after themselves.
+ */
 export interface TestEnv {
+  /** The env's name. */
   readonly name: string;
+  /** The control plane, for status and fault injection. */
   readonly controlPlane: ControlPlane;
+  /** Path of the admin kubeconfig, e.g. to pass to an operator process. */
   readonly kubeconfigPath: string;
   /** The admin client shared by the tests of this process. */
   readonly client: KubeClient;
@@ -44,6 +55,7 @@ export interface TestEnv {
   namespace(prefix?: string): Promise<string>;
   /** Create or update CRDs and wait until the API server serves them. */
   installCrds(crds: KubeObject[]): Promise<void>;
+  /** Stop and start one component, e.g. to test that an operator survives an API server restart. */
   restart(component: ComponentName): Promise<void>;
   /**
    * Add simulated nodes (sizes, labels, taints) and wait until they are Ready; removed by `cleanup`.
@@ -55,6 +67,10 @@ export interface TestEnv {
    * and partition faults that touch only the clients built from that kubeconfig.
    */
   apiserverProxy(): Promise<{ proxy: TcpProxy; kubeConfig: ClusterConfig }>;
+  /**
+   * Compact etcd so watches from older resource versions get 410 Gone: tests that relists recover. Restarts
+   * the API server unless told not to, so the compaction is visible at once.
+   */
   compact(opts?: { restartApiserver?: boolean }): Promise<{ revision: number }>;
   /** Delete this process's namespaces and nodes; stops the env too when this process owns it. */
   cleanup(): Promise<void>;

@@ -15,6 +15,7 @@ export const BUILD_DATE = "2026-11-01T00:00:00Z";
 /** Bumped whenever the build recipe (flags, wrapper modules) changes, so caches rebuild. */
 const RECIPE = "1";
 
+/** The binaries a control plane is built from. */
 export const COMPONENT_BINARIES = [
   "etcd",
   "kube-apiserver",
@@ -23,6 +24,7 @@ export const COMPONENT_BINARIES = [
   "kubectl",
   "kwok",
 ] as const;
+/** One of COMPONENT_BINARIES. */
 export type BinaryName = (typeof COMPONENT_BINARIES)[number];
 
 /** `$OPKIT_CACHE_DIR`, else `$XDG_CACHE_HOME/opkit`, else `~/.cache/opkit`: outside any checkout, so clones share it. */
@@ -32,18 +34,25 @@ export function cacheDir(): string {
   return join(homedir(), ".cache", "opkit");
 }
 
+/**
+ * A key naming the pinned versions and build recipe; the cache directory is named after it, so a version bump
+ * rebuilds.
+ */
 export function releaseKey(): string {
   return `k8s-${KUBERNETES_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}_r${RECIPE}`;
 }
 
+/** The cache directory of the pinned release. */
 export function releaseDir(): string {
   return join(cacheDir(), "controlplane", releaseKey());
 }
 
+/** The directory holding the built binaries. */
 export function binDir(): string {
   return join(releaseDir(), "bin");
 }
 
+/** The directory holding every env's state. */
 export function envsDir(): string {
   return join(cacheDir(), "envs");
 }
