@@ -110,6 +110,7 @@ type StatusField<Status extends TSchema | undefined> = Status extends TSchema
 
 /** The object type of a kind: every Kubernetes object field plus the typed spec and status. */
 export type KindObject<Spec extends TSchema, Status extends TSchema | undefined> = KubeObject & {
+  /** The desired state, typed by the kind's spec schema. */
   spec: Static<Spec>;
 } & StatusField<Status>;
 

@@ -21,7 +21,12 @@ export interface StoreListOptions {
   /** Only objects whose labels match this selector. */
   labelSelector?: string;
   /** Select by a custom index: `{ name: "spec.secretRef", value: "ns/secret" }`. */
-  index?: { name: string; value: string };
+  index?: {
+    /** The index's name, as registered with `indexField()`. */
+    name: string;
+    /** The index value to look up. */
+    value: string;
+  };
 }
 
 /** The built-in index of objects by namespace (what namespace-scoped lists use). */

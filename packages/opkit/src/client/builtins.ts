@@ -20,7 +20,15 @@ import type * as storagev1 from "./models/storage/v1.ts";
 import { kindRef, type KindRef, type ObjectMeta } from "./types.ts";
 
 /** A built-in object as opkit's client returns it: the API type with `metadata` always present. */
-export type Builtin<T extends { metadata?: unknown }> = Omit<T, "metadata"> & { metadata: ObjectMeta };
+export type Builtin<
+  T extends {
+    /** The API type's (optional) metadata, replaced by a required one. */
+    metadata?: unknown;
+  },
+> = Omit<T, "metadata"> & {
+  /** Always present on objects the server returns. */
+  metadata: ObjectMeta;
+};
 
 /**
  * A core/v1 ConfigMap (non-secret configuration that pods read as files or environment) as the client and

@@ -136,7 +136,12 @@ export interface DeleteOptions extends NamespaceOption, CallOptions {
    * Delete only if the object still has this uid or resource version, so a recreated or changed object is not
    * deleted by mistake.
    */
-  preconditions?: { uid?: string; resourceVersion?: string };
+  preconditions?: {
+    /** Delete only the object with this uid (not a newer one with the same name). */
+    uid?: string;
+    /** Delete only if the object is still at this version. */
+    resourceVersion?: string;
+  };
   /** Have the server check the delete without performing it. */
   dryRun?: boolean;
 }

@@ -16,7 +16,15 @@ import type { KubeConfig as ClientNodeKubeConfig } from "@kubernetes/client-node
 import { KubeconfigError } from "./errors.ts";
 
 /** Bytes given inline (PEM text or bytes), or a file that is read, and read again when it changes. */
-export type Material = { data: string | Uint8Array } | { file: string };
+export type Material =
+  | {
+      /** The PEM text or bytes themselves. */
+      data: string | Uint8Array;
+    }
+  | {
+      /** A file to read them from (re-read when it changes). */
+      file: string;
+    };
 
 /** An exec credential plugin (`users[].user.exec`), e.g. `aws eks get-token` or `gke-gcloud-auth-plugin`. */
 export interface ExecConfig {
@@ -25,7 +33,12 @@ export interface ExecConfig {
   /** Arguments passed to the plugin. */
   args?: string[];
   /** Extra environment variables for the plugin. */
-  env?: { name: string; value: string }[];
+  env?: {
+    /** The variable's name. */
+    name: string;
+    /** Its value. */
+    value: string;
+  }[];
   /** `client.authentication.k8s.io/v1` or `/v1beta1`: the ExecCredential version exchanged. */
   apiVersion: string;
   /** Shown when the command is not installed. */

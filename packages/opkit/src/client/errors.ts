@@ -19,11 +19,17 @@ export interface ApiStatus {
   code?: number;
   /** Which object the failure is about, the field-level causes and how long to wait before a retry. */
   details?: {
+    /** The name of the object the failure is about. */
     name?: string;
+    /** Its API group. */
     group?: string;
+    /** Its kind (or resource). */
     kind?: string;
+    /** Its uid. */
     uid?: string;
+    /** Field-level reasons, e.g. for an Invalid answer. */
     causes?: StatusCause[];
+    /** How long to wait before retrying (429 and some 5xx answers). */
     retryAfterSeconds?: number;
   };
 }

@@ -23,7 +23,17 @@ export interface Request {
  * What a reconcile returns: nothing (`done()`) when the object is converged, `requeueAfter(ms)` to look again
  * later, `requeue()` to retry with backoff. Throwing is an error, retried with backoff.
  */
-export type Result = void | undefined | { requeueAfterMs: number } | { requeue: true };
+export type Result =
+  | void
+  | undefined
+  | {
+      /** Reconcile again after this many milliseconds. */
+      requeueAfterMs: number;
+    }
+  | {
+      /** Reconcile again soon, with the key's backoff. */
+      requeue: true;
+    };
 
 /** The object is converged: no requeue until the next event (and the key's backoff is reset). */
 export const done = (): Result => undefined;

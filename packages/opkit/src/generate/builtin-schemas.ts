@@ -45,7 +45,10 @@ export interface OpenApiDocument {
    * The schema definitions by name (e.g. "io.k8s.api.core.v1.ServicePort"); the only part the generator
    * reads.
    */
-  components?: { schemas?: Record<string, unknown> };
+  components?: {
+    /** The schema definitions by name. */
+    schemas?: Record<string, unknown>;
+  };
   /** The rest of the document (paths, info), ignored. */
   [key: string]: unknown;
 }
@@ -68,7 +71,12 @@ export interface BuiltinSchemaOptions {
 export async function fetchBuiltinOpenApi(
   client: KubeClient,
   paths: readonly string[] = BUILTIN_API_DOCUMENTS,
-): Promise<{ kubernetesVersion: string; documents: Record<string, OpenApiDocument> }> {
+): Promise<{
+  /** The server's version, e.g. "v1.36.0", recorded in the generated files. */
+  kubernetesVersion: string;
+  /** The OpenAPI v3 documents by path, e.g. "api/v1". */
+  documents: Record<string, OpenApiDocument>;
+}> {
   const version = await client.raw<{ gitVersion?: string }>("GET", "/version");
   // The index lists what this server serves; a group it lacks is named here rather than as a 404.
   const index = await client.raw<{ paths?: Record<string, unknown> }>("GET", "/openapi/v3");

@@ -138,11 +138,23 @@ export interface CustomResourceDefinitionVersion {
   /** The warning text for a deprecated version. */
   deprecationWarning?: string;
   /** The version's structural OpenAPI schema: validation, defaulting and pruning follow it. */
-  schema?: { openAPIV3Schema: JSONSchemaProps };
+  schema?: {
+    /** The schema of the whole object (apiVersion, kind, metadata, spec, status). */
+    openAPIV3Schema: JSONSchemaProps;
+  };
   /** The status subresource (status written separately from spec) and the scale subresource. */
   subresources?: {
+    /** Present (empty) to serve `/status`: status is then written only there, spec only on the object. */
     status?: Record<string, never>;
-    scale?: { specReplicasPath: string; statusReplicasPath: string; labelSelectorPath?: string };
+    /** Serve `/scale`, so `kubectl scale` and autoscalers can drive the kind. */
+    scale?: {
+      /** JSONPath of the desired replicas, e.g. `.spec.replicas`. */
+      specReplicasPath: string;
+      /** JSONPath of the observed replicas, e.g. `.status.replicas`. */
+      statusReplicasPath: string;
+      /** JSONPath of the pods' label selector in the status, for the HorizontalPodAutoscaler. */
+      labelSelectorPath?: string;
+    };
   };
   /** Extra columns for `kubectl get`. */
   additionalPrinterColumns?: CustomResourceColumnDefinition[];
@@ -154,11 +166,17 @@ export interface CustomResourceDefinitionSpec {
   group: string;
   /** The names kubectl and URLs use: kind, plural, singular, short names, categories. */
   names: {
+    /** The kind, e.g. "Memcached". */
     kind: string;
+    /** The list kind (default `<kind>List`). */
     listKind?: string;
+    /** The lowercase plural used in URLs and RBAC, e.g. "memcacheds". */
     plural: string;
+    /** The lowercase singular kubectl accepts. */
     singular?: string;
+    /** Abbreviations for kubectl. */
     shortNames?: string[];
+    /** Groups the kind joins, e.g. "all". */
     categories?: string[];
   };
   /** Whether objects are namespaced or cluster-scoped; cannot change after creation. */
@@ -166,7 +184,12 @@ export interface CustomResourceDefinitionSpec {
   /** Every served version; the first listed is kubectl's preferred one. */
   versions: CustomResourceDefinitionVersion[];
   /** How objects are converted between versions: "None" (only metadata changes) or through a webhook. */
-  conversion?: { strategy: "None" | "Webhook"; webhook?: Record<string, unknown> };
+  conversion?: {
+    /** "None" when all versions share one schema shape; "Webhook" to call a conversion webhook. */
+    strategy: "None" | "Webhook";
+    /** Where the conversion webhook is (with strategy "Webhook"). */
+    webhook?: Record<string, unknown>;
+  };
   /** Legacy (v1beta1) pruning switch; must be false or absent in v1. */
   preserveUnknownFields?: boolean;
 }

@@ -292,7 +292,17 @@ export function resolverFromClient(client: {
 
 /** A custom kind's RBAC-relevant facts: `{group, kind, plural, scope}`, or a CustomResourceDefinition. */
 export type CustomKindSource =
-  { group: string; plural: string; scope: "Namespaced" | "Cluster"; kind?: string } | KubeObject;
+  | {
+      /** The kind's API group. */
+      group: string;
+      /** The lowercase plural resource name. */
+      plural: string;
+      /** Whether objects are namespaced (Role) or cluster-scoped (ClusterRole). */
+      scope: "Namespaced" | "Cluster";
+      /** The kind name, to resolve references by kind. */
+      kind?: string;
+    }
+  | KubeObject;
 
 interface CustomEntry {
   group: string;

@@ -66,7 +66,12 @@ export async function createOrUpdate<T extends KubeObject>(
   client: KubeClient,
   obj: T,
   mutate: (obj: T) => void | Promise<void>,
-): Promise<{ object: T; result: OperationResult }> {
+): Promise<{
+  /** The object as the server stored it (or the live one when unchanged). */
+  object: T;
+  /** Whether it was created, updated or left unchanged. */
+  result: OperationResult;
+}> {
   if (!obj.apiVersion || !obj.kind || !obj.metadata.name) {
     throw new Error(`createOrUpdate needs apiVersion, kind and metadata.name on ${describeObject(obj)}`);
   }

@@ -104,7 +104,15 @@ export interface ManageContext {
 }
 
 /** Objects whose status carries conditions (`metav1.Condition`s, or Deployment-style ones). */
-export type ConditionedObject = DeepReadonly<KubeObject & { status?: { conditions?: ConditionLike[] } }>;
+export type ConditionedObject = DeepReadonly<
+  KubeObject & {
+    /** The object's status. */
+    status?: {
+      /** Its conditions, keyed by type. */
+      conditions?: ConditionLike[];
+    };
+  }
+>;
 
 /** Options of `manageError`: the condition type and reason to set and the Event's action. */
 export interface ManageErrorOptions {

@@ -8,7 +8,12 @@ import type { DeepReadonly, ReadonlyKubeObject } from "../client/types.ts";
 import { jsonEqual, mergePatchDiff } from "./json.ts";
 
 /** The status type of an object type (`unknown` for objects typed without one). */
-export type StatusOf<T> = T extends { readonly status?: infer S } ? S : unknown;
+export type StatusOf<T> = T extends {
+  /** The status field whose type is taken. */
+  readonly status?: infer S;
+}
+  ? S
+  : unknown;
 
 /** Options of the status helpers. */
 export interface StatusWriteOptions {

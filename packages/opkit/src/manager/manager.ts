@@ -164,7 +164,14 @@ export class Manager {
   /** Resolves once the manager has stopped (gracefully or after losing leadership). */
   readonly done: Promise<void>;
   /** Ports the ops servers listen on, once started. */
-  readonly ports: { metrics?: number; health?: number; webhook?: number } = {};
+  readonly ports: {
+    /** The /metrics port. */
+    metrics?: number;
+    /** The /healthz and /readyz port. */
+    health?: number;
+    /** The webhook server's port. */
+    webhook?: number;
+  } = {};
 
   private constructor(client: KubeClient, opts: ManagerOptions) {
     this.opts = opts;

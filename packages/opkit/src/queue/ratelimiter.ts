@@ -163,7 +163,12 @@ export interface DefaultRateLimiterOptions extends ExponentialBackoffOptions {
    * An overall token bucket on top of the per-key backoff. Off by default: controller-runtime
    * dropped its 10 qps / 100 burst bucket because it throttled healthy keys behind failing ones.
    */
-  bucket?: { qps: number; burst: number };
+  bucket?: {
+    /** Sustained retries per second across all keys. */
+    qps: number;
+    /** Retries allowed at once before the rate applies. */
+    burst: number;
+  };
   /** Time source for the bucket; a FakeClock in tests. */
   clock?: Clock;
 }

@@ -319,7 +319,10 @@ export class ControlPlane {
    * versions get 410 Gone. kube-apiserver's watch cache would keep serving recent history from memory for
    * a while; unless `restartApiserver` is false, it is restarted so the compaction is visible at once.
    */
-  async compact(opts: { restartApiserver?: boolean } = {}): Promise<{ revision: number }> {
+  async compact(opts: { restartApiserver?: boolean } = {}): Promise<{
+    /** The etcd revision compacted to. */
+    revision: number;
+  }> {
     const s = await this.#files.require();
     const { revision } = await compactEtcd(s.ports.etcd);
     if (opts.restartApiserver ?? true) await this.restart("kube-apiserver");

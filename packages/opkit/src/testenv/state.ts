@@ -71,7 +71,10 @@ export interface EnvState {
   /** The API server's URL. */
   server: string;
   /** The ports of every component (chosen free at creation). */
-  ports: Record<ComponentName, number> & { etcdPeer: number };
+  ports: Record<ComponentName, number> & {
+    /** etcd's peer port (not a component of its own). */
+    etcdPeer: number;
+  };
   /** The started components. */
   components: Partial<Record<ComponentName, ComponentState>>;
   /** The settings it was started with. */

@@ -66,12 +66,20 @@ export interface TestEnv {
    * A TCP proxy in front of kube-apiserver and a kubeconfig that goes through it, for dropped-connection
    * and partition faults that touch only the clients built from that kubeconfig.
    */
-  apiserverProxy(): Promise<{ proxy: TcpProxy; kubeConfig: ClusterConfig }>;
+  apiserverProxy(): Promise<{
+    /** The proxy, to drop, freeze or partition connections. */
+    proxy: TcpProxy;
+    /** A client configuration that goes through the proxy. */
+    kubeConfig: ClusterConfig;
+  }>;
   /**
    * Compact etcd so watches from older resource versions get 410 Gone: tests that relists recover. Restarts
    * the API server unless told not to, so the compaction is visible at once.
    */
-  compact(opts?: { restartApiserver?: boolean }): Promise<{ revision: number }>;
+  compact(opts?: { restartApiserver?: boolean }): Promise<{
+    /** The etcd revision compacted to. */
+    revision: number;
+  }>;
   /** Delete this process's namespaces and nodes; stops the env too when this process owns it. */
   cleanup(): Promise<void>;
 }

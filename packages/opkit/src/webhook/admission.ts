@@ -107,8 +107,11 @@ export interface WebhookLabelSelector {
   matchLabels?: Record<string, string>;
   /** Further requirements; all must hold. */
   matchExpressions?: {
+    /** The label key. */
     key: string;
+    /** How the label's value is compared with `values`. */
     operator: "In" | "NotIn" | "Exists" | "DoesNotExist";
+    /** The values for In and NotIn. */
     values?: string[];
   }[];
 }

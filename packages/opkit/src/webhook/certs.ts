@@ -180,7 +180,12 @@ export interface CertificatePem {
 export async function ensureServingCertificate(
   dir: string,
   options: { hosts: string[]; minValidDays?: number; validDays?: number },
-): Promise<CertificatePem & { issued: boolean }> {
+): Promise<
+  CertificatePem & {
+    /** True when a new certificate was issued, false when the one on disk was still good. */
+    issued: boolean;
+  }
+> {
   const read = async (f: string): Promise<string | undefined> =>
     readFile(join(dir, f), "utf8").catch(() => undefined);
   const [caPem, certPem, keyPem] = await Promise.all([read(CA_FILE), read(CERT_FILE), read(KEY_FILE)]);

@@ -14,15 +14,41 @@ import type { WebhookHandler } from "./server.ts";
 
 /** Where the API server sends webhook requests. `caBundle` is the PEM of the CA that signed the server's certificate. */
 export type WebhookTarget =
-  | { url: string; caBundle?: string }
-  | { service: { name: string; namespace: string; port?: number }; caBundle?: string };
+  | {
+      /** An https base URL; each webhook's path is appended. */
+      url: string;
+      /** The PEM of the CA that signed the server's certificate. */
+      caBundle?: string;
+    }
+  | {
+      /** The in-cluster Service in front of the webhook server. */
+      service: {
+        /** The Service's name. */
+        name: string;
+        /** The Service's namespace. */
+        namespace: string;
+        /** The Service port (default 443). */
+        port?: number;
+      };
+      /** The PEM of the CA that signed the server's certificate. */
+      caBundle?: string;
+    };
 
 /** `clientConfig` of a webhook entry or a CRD conversion webhook. */
 export interface WebhookClientConfig {
   /** An https URL the API server calls (webhooks running outside the cluster, e.g. local development). */
   url?: string;
   /** The in-cluster Service the API server calls. */
-  service?: { name: string; namespace: string; path: string; port: number };
+  service?: {
+    /** The Service's name. */
+    name: string;
+    /** The Service's namespace. */
+    namespace: string;
+    /** The URL path of the handler. */
+    path: string;
+    /** The Service port. */
+    port: number;
+  };
   /** Base64 of the CA PEM. */
   caBundle?: string;
 }
@@ -32,7 +58,12 @@ export interface CrdConversion {
   /** Always "Webhook": the API server calls the conversion webhook. */
   strategy: "Webhook";
   /** Where the conversion webhook is and which review version it speaks. */
-  webhook: { clientConfig: WebhookClientConfig; conversionReviewVersions: ["v1"] };
+  webhook: {
+    /** How the API server reaches the conversion webhook. */
+    clientConfig: WebhookClientConfig;
+    /** ConversionReview v1 only. */
+    conversionReviewVersions: ["v1"];
+  };
 }
 
 /**
@@ -45,7 +76,12 @@ export interface WebhookConfigurations {
   /** Absent when no handler defaults. */
   mutating?: KubeObject;
   /** One per kind with a conversion handler: the CRD name and the `spec.conversion` to set on it. */
-  conversions: { crdName: string; conversion: CrdConversion }[];
+  conversions: {
+    /** The CRD's name, `<plural>.<group>`. */
+    crdName: string;
+    /** The `spec.conversion` to set on it. */
+    conversion: CrdConversion;
+  }[];
 }
 
 /** Options of `webhookConfigurations`: the objects' name, where the server runs and extra metadata. */

@@ -29,6 +29,7 @@ export interface ConversionKind<T extends KubeObject = KubeObject> extends KindR
  * server refuses conversions that change anything else).
  */
 export type Converted<T extends KubeObject> = Omit<T, "apiVersion" | "kind" | "metadata"> & {
+  /** Labels and annotations to set on the converted object; other metadata is kept as it was. */
   metadata?: Pick<ObjectMeta, "labels" | "annotations">;
 };
 

@@ -101,7 +101,10 @@ export interface AdmissionStatus {
   /** What the user sees. */
   message?: string;
   /** The field-level causes. */
-  details?: { causes?: AdmissionStatusCause[] };
+  details?: {
+    /** The fields that are wrong and why. */
+    causes?: AdmissionStatusCause[];
+  };
 }
 
 /** `response` of an AdmissionReview v1. */
@@ -151,7 +154,12 @@ export interface ConversionResponse {
   /** The objects in the desired version, in the request's order. */
   convertedObjects: KubeObject[];
   /** Success, or Failure with a message the user sees. */
-  result: { status: "Success" | "Failure"; message?: string };
+  result: {
+    /** "Success", or "Failure" when any object could not be converted. */
+    status: "Success" | "Failure";
+    /** Why it failed, shown to the user. */
+    message?: string;
+  };
 }
 
 /** The ConversionReview v1 envelope the API server posts to conversion webhooks and expects back. */

@@ -206,7 +206,10 @@ export class WebhookServer {
   }
 
   /** Read the certificate and listen. Throws CertificateError when the files are missing or invalid. */
-  async start(): Promise<{ port: number }> {
+  async start(): Promise<{
+    /** The port it listens on (the chosen one when 0 was asked for). */
+    port: number;
+  }> {
     if (this.#server) return { port: this.#port };
     const pair = this.#files.read();
     try {
