@@ -8,6 +8,8 @@
  * a change to it is visible in review. Code generation lives in `opkit/generate`, the local control
  * plane in `opkit/testenv` and the built-in API schemas in `opkit/schemas`, so operators load none of
  * them.
+ *
+ * @module opkit
  */
 
 export * from "./client/index.ts";

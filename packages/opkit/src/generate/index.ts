@@ -1,6 +1,8 @@
 /**
  * Code generation (the `opkit/generate` entry, controller-gen for opkit): CRDs from kind definitions,
  * TypeScript types from existing CRDs, RBAC and manifests. Build-time only, so operators do not load it.
+ *
+ * @module opkit/generate
  */
 export * from "./crd-types.ts";
 export * from "./crd.ts";

@@ -5,6 +5,8 @@
  *
  * It uses the client to wait for health, create nodes and provision volumes; nothing in the runtime
  * depends on it.
+ *
+ * @module opkit/testenv
  */
 export * from "./versions.ts";
 export {
