@@ -51,7 +51,9 @@ export function billingClient(url: string, timeoutMs = BILLING_TIMEOUT_MS): Bill
   try {
     parsed = new URL(url);
   } catch {
-    throw new BillingConfigError(`--billing-url "${url}" is not a URL; give e.g. https://billing.acme.com/v1/notices`);
+    throw new BillingConfigError(
+      `--billing-url "${url}" is not a URL; give e.g. https://billing.acme.com/v1/notices`,
+    );
   }
   if (parsed.protocol !== "http:" && parsed.protocol !== "https:")
     throw new BillingConfigError(`--billing-url "${url}" must be an http or https URL`);
@@ -69,7 +71,9 @@ export function billingClient(url: string, timeoutMs = BILLING_TIMEOUT_MS): Bill
           signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
         });
       } catch (err) {
-        const why = timeout.aborted ? `no answer within ${timeoutMs / 1000}s` : String((err as Error).cause ?? err);
+        const why = timeout.aborted
+          ? `no answer within ${timeoutMs / 1000}s`
+          : String((err as Error).cause ?? err);
         throw new BillingError(`billing at ${shown} is unreachable: ${why}`, { cause: err });
       }
       // Read the body so the connection can be reused, but only a little of it into the message.

@@ -59,9 +59,7 @@ export function desiredNamespace(a: Acme): Namespace {
 }
 
 /** The children inside the namespace, in the order they are applied. */
-export function desiredNamespaceChildren(
-  a: Acme,
-): [ResourceQuota, LimitRange, NetworkPolicy, RoleBinding] {
+export function desiredNamespaceChildren(a: Acme): [ResourceQuota, LimitRange, NetworkPolicy, RoleBinding] {
   const namespace = a.spec.namespaceName;
   const tier = a.spec.deploymentTier;
   const s = TIER_SETTINGS[tier];
@@ -78,7 +76,9 @@ export function desiredNamespaceChildren(
       kind: "LimitRange",
       metadata: { name: LIMIT_RANGE_NAME, namespace },
       spec: {
-        limits: [{ type: "Container", default: { ...s.defaultLimits }, defaultRequest: { ...s.defaultRequests } }],
+        limits: [
+          { type: "Container", default: { ...s.defaultLimits }, defaultRequest: { ...s.defaultRequests } },
+        ],
       },
     },
     {

@@ -27,10 +27,13 @@ import {
   RoleBindings,
   controller,
   ensureFinalizer,
+  generationChanged,
   getControllerOf,
   hasFinalizer,
   isControlledBy,
+  jsonEqual,
   manageError,
+  or,
   reconcileChildren,
   removeFinalizer,
   requeueAfter,
@@ -39,6 +42,8 @@ import {
   updateStatusIfChanged,
   type Condition,
   type DeepReadonly,
+  type Predicate,
+  type ResourceQuota,
   type ReconcileContext,
   type Result,
 } from "opkit";
@@ -60,6 +65,16 @@ const RACE_RETRY_MS = 200;
 const MAX_BILLED = 10_000;
 
 type Acme = DeepReadonly<AcmeNamespaceObject>;
+
+const quotaSpecChanged: Predicate<ResourceQuota> = { update: (o, n) => !jsonEqual(o.spec, n.spec) };
+
+/**
+ * Spec changes and the start of deletion wake the controller; its own status writes do not (they would
+ * re-run a failing billing call at once and defeat the backoff).
+ */
+const specOrDeletion: Predicate<AcmeNamespaceObject> = or(generationChanged(), {
+  update: (o, n) => Boolean(o.metadata.deletionTimestamp) !== Boolean(n.metadata.deletionTimestamp),
+});
 
 export interface AcmeNamespaceControllerOptions {
   /** Where deletions are reported; without one the finalizer is removed with a log line saying so. */
@@ -105,7 +120,10 @@ export function acmeNamespaceController(opts: AcmeNamespaceControllerOptions = {
         await opts.billing.notify(notice, ctx.signal);
         if (billed.size >= MAX_BILLED) billed.delete(billed.values().next().value ?? "");
         billed.add(uid);
-        ctx.log.info({ billing: opts.billing.url, namespace: notice.namespace }, "billing notified of the deletion");
+        ctx.log.info(
+          { billing: opts.billing.url, namespace: notice.namespace },
+          "billing notified of the deletion",
+        );
         await ctx.recorder.record(a, {
           type: "Normal",
           reason: "BillingNotified",
@@ -161,7 +179,10 @@ export function acmeNamespaceController(opts: AcmeNamespaceControllerOptions = {
     }
 
     if (!existing) {
-      const ns = setControllerReference(a, desiredNamespace(a), { ownerNamespaced: false, childNamespaced: false });
+      const ns = setControllerReference(a, desiredNamespace(a), {
+        ownerNamespaced: false,
+        childNamespaced: false,
+      });
       try {
         await ctx.client.create(ns);
         ctx.log.info({ namespace: name }, "created the namespace");
@@ -184,7 +205,8 @@ export function acmeNamespaceController(opts: AcmeNamespaceControllerOptions = {
       ownedKinds: NAMESPACE_CHILD_KINDS,
       cache: ctx.cache,
     });
-    if (result.pruned.length > 0) ctx.log.info({ pruned: result.pruned }, "removed children no longer wanted");
+    if (result.pruned.length > 0)
+      ctx.log.info({ pruned: result.pruned }, "removed children no longer wanted");
 
     await writeStatus(
       ctx,
@@ -196,46 +218,54 @@ export function acmeNamespaceController(opts: AcmeNamespaceControllerOptions = {
         reason: "Created",
         message: `namespace ${name}: ${a.spec.deploymentTier} quota and limits, same-namespace network policy, ${a.spec.adminUsername} bound to admin`,
       },
-      { type: CONFLICT, status: "False", reason: "Owned", message: `namespace ${name} is this AcmeNamespace's` },
+      {
+        type: CONFLICT,
+        status: "False",
+        reason: "Owned",
+        message: `namespace ${name} is this AcmeNamespace's`,
+      },
     );
     retries.forget(a.metadata.uid ?? "");
     return undefined;
   }
 
-  return controller("acmenamespace")
-    .for(AcmeNamespace)
-    .owns(ResourceQuotas)
-    .owns(LimitRanges)
-    .owns(NetworkPolicies)
-    .owns(RoleBindings)
-    // By name rather than by owner: a Namespace of the wanted name that is not ours (a Conflict) wakes
-    // its AcmeNamespace when it goes, and ours when someone edits or deletes it. (Not `owns`: that would
-    // also grant `delete` on every namespace, which this operator never needs.)
-    .watches(Namespaces, (ns, { cache }) =>
-      cache
-        .list(AcmeNamespace)
-        .filter((a) => a.spec.namespaceName === ns.metadata.name)
-        .map((a) => ({ name: a.metadata.name ?? "" })),
-    )
-    .reconcile(async (req, ctx) => {
-      const a = ctx.cache.get(AcmeNamespace, req.name);
-      if (!a) return;
-      try {
-        return await reconcile(ctx, a);
-      } catch (err) {
-        if (err instanceof CacheNotSyncedError) throw err;
-        // A write based on a stale read: not a failure to report, just read again.
-        if (err instanceof ConflictError) return requeueAfter(RACE_RETRY_MS);
-        const manage = { client: ctx.client, recorder: ctx.recorder, retries };
-        if (err instanceof BillingError)
-          return requeueAfter(
-            await manageError(manage, a, err, {
-              conditionType: BILLING_NOTIFIED,
-              reason: "BillingUnavailable",
-              action: "Finalize",
-            }),
-          );
-        return requeueAfter(await manageError(manage, a, err));
-      }
-    });
+  return (
+    controller("acmenamespace")
+      .for(AcmeNamespace, { predicates: [specOrDeletion] })
+      // The quota controller rewrites status.used at every pod change: only spec edits need us.
+      .owns(ResourceQuotas, { predicates: [quotaSpecChanged] })
+      .owns(LimitRanges)
+      .owns(NetworkPolicies)
+      .owns(RoleBindings)
+      // By name rather than by owner: a Namespace of the wanted name that is not ours (a Conflict) wakes
+      // its AcmeNamespace when it goes, and ours when someone edits or deletes it. (Not `owns`: that would
+      // also grant `delete` on every namespace, which this operator never needs.)
+      .watches(Namespaces, (ns, { cache }) =>
+        cache
+          .list(AcmeNamespace)
+          .filter((a) => a.spec.namespaceName === ns.metadata.name)
+          .map((a) => ({ name: a.metadata.name ?? "" })),
+      )
+      .reconcile(async (req, ctx) => {
+        const a = ctx.cache.get(AcmeNamespace, req.name);
+        if (!a) return;
+        try {
+          return await reconcile(ctx, a);
+        } catch (err) {
+          if (err instanceof CacheNotSyncedError) throw err;
+          // A write based on a stale read: not a failure to report, just read again.
+          if (err instanceof ConflictError) return requeueAfter(RACE_RETRY_MS);
+          const manage = { client: ctx.client, recorder: ctx.recorder, retries };
+          if (err instanceof BillingError)
+            return requeueAfter(
+              await manageError(manage, a, err, {
+                conditionType: BILLING_NOTIFIED,
+                reason: "BillingUnavailable",
+                action: "Finalize",
+              }),
+            );
+          return requeueAfter(await manageError(manage, a, err));
+        }
+      })
+  );
 }

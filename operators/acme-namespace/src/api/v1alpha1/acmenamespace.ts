@@ -28,7 +28,12 @@ export const AcmeNamespaceSpec = Type.Object({
       pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
       description: "The name of the namespace (a DNS label). Cannot be changed.",
     }),
-    [{ rule: "self == oldSelf", message: "namespaceName is immutable: create another AcmeNamespace instead" }],
+    [
+      {
+        rule: "self == oldSelf",
+        message: "namespaceName is immutable: create another AcmeNamespace instead",
+      },
+    ],
   ),
   adminUsername: Type.String({
     minLength: 1,
