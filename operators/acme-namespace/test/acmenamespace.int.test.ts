@@ -35,6 +35,7 @@ import {
   type KindRef,
   type KubeObject,
   type Namespace,
+  type RoleBinding,
 } from "opkit";
 import {
   eventually,
@@ -115,7 +116,8 @@ describe("AcmeNamespace operator", () => {
         .patch(AcmeNamespace, name, { metadata: { finalizers: null } }, { type: "merge" })
         .catch(() => undefined);
     }
-    await env?.client.delete(Namespaces, "int-taken").catch(() => undefined);
+    for (const ns of ["int-taken", "int-probe"])
+      await env?.client.delete(Namespaces, ns).catch(() => undefined);
     billing?.server.closeAllConnections();
     billing?.server.close();
     await hooks?.dispose();
@@ -235,7 +237,11 @@ describe("AcmeNamespace operator", () => {
               operations: ["CREATE", "UPDATE"],
             },
           ],
-          namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "int-crash-ns" } },
+          namespaceSelector: {
+            matchExpressions: [
+              { key: "kubernetes.io/metadata.name", operator: "In", values: ["int-crash-ns", "int-probe"] },
+            ],
+          },
           failurePolicy: "Fail",
           sideEffects: "None",
           admissionReviewVersions: ["v1"],
@@ -243,6 +249,26 @@ describe("AcmeNamespace operator", () => {
         },
       ],
     } as KubeObject);
+    // The API server loads webhook configurations asynchronously: wait until a probe is refused.
+    await env.client.create<Namespace>({
+      apiVersion: "v1",
+      kind: "Namespace",
+      metadata: { name: "int-probe" },
+    });
+    await eventually("the refusing admission is in effect", async () => {
+      try {
+        await env.client.create<RoleBinding>({
+          apiVersion: "rbac.authorization.k8s.io/v1",
+          kind: "RoleBinding",
+          metadata: { generateName: "probe-", namespace: "int-probe" },
+          roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "view" },
+          subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "User", name: "probe" }],
+        });
+        return false;
+      } catch (err) {
+        return /refuse/.test((err as Error).message);
+      }
+    });
     const made = await newAcme("int-crash", {
       namespaceName: "int-crash-ns",
       adminUsername: "kim",
