@@ -365,7 +365,7 @@ describe("AcmeNamespace operator", () => {
     );
   });
 
-  it("while billing fails the finalizer stays, with a condition, a Warning Event and growing delays; then it completes", async () => {
+  it("while billing fails the finalizer stays, with a condition, a Warning Event and growing delays; then it completes", async (t) => {
     const made = await newAcme("int-billing", { namespaceName: "int-billing-ns", adminUsername: "cy" });
     await createdPhase("int-billing");
     billing.status = 503;
@@ -390,6 +390,7 @@ describe("AcmeNamespace operator", () => {
     const [c1, c2, c3] = mine();
     const [g1, g2] = [(c2?.at ?? 0) - (c1?.at ?? 0), (c3?.at ?? 0) - (c2?.at ?? 0)];
     assert.ok(g1 >= 700 && g2 >= 1.5 * g1, `delays grow: ${g1} ms, then ${g2} ms`);
+    t.diagnostic(`billing refused; retried after ${g1} ms, then ${g2} ms`);
 
     billing.status = 200;
     await eventually("billed and gone", async () => (await get("int-billing")) === undefined, 30_000);
