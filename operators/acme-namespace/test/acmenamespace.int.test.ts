@@ -10,6 +10,7 @@
  *   operator completes from what exists: the same Namespace and children, nothing twice;
  * - a tier change replaces the quota, an admin change updates binding and label, namespaceName is
  *   immutable;
+ * - on a CRD without the schema's default, the operator's mutating webhook sets the tier to dev;
  * - while billing fails the finalizer stays, with a condition, a Warning Event and growing delays;
  * - a namespace that exists and is not owned gives Conflict and is left exactly as it was.
  * AcmeNamespaces are cluster-scoped: every name here starts with `int-` or is the sample's `team-x`.
@@ -40,6 +41,7 @@ import {
 import {
   eventually,
   operatorProject,
+  readManifests,
   sleep,
   useTestEnv,
   type OperatorProcess,
@@ -362,6 +364,34 @@ describe("AcmeNamespace operator", () => {
         { type: "merge" },
       ),
       (err: unknown) => err instanceof InvalidError && /namespaceName is immutable/.test(err.message),
+    );
+  });
+
+  it("the mutating webhook defaults the tier to dev when the CRD's own default is absent", async (t) => {
+    // The schema defaults the tier before admission, so the webhook only matters for a CRD without that
+    // default (installed by an older release, or edited by hand): show it on such a CRD.
+    const strip = (node: unknown): unknown => {
+      if (Array.isArray(node)) return node.map(strip);
+      if (typeof node !== "object" || node === null) return node;
+      return Object.fromEntries(
+        Object.entries(node)
+          .filter(([k]) => k !== "default")
+          .map(([k, v]) => [k, strip(v)]),
+      );
+    };
+    const crd = (
+      await readManifests(`${root}/config/crds/acmenamespaces.tenancy.acme.com.yaml`)
+    )[0] as KubeObject;
+    await env.installCrds([strip(crd) as KubeObject]);
+    t.after(() => env.installCrds([crd]));
+    await newAcme("int-default", { namespaceName: "int-default-ns", adminUsername: "eve" });
+    const a = await env.client.get(AcmeNamespace, "int-default");
+    assert.equal(a.spec.deploymentTier, "dev", "set by the webhook: the CRD in place has no default");
+    await createdPhase("int-default");
+    const quotas = await inNs(ResourceQuotas, "int-default-ns");
+    assert.deepEqual(
+      quotas.map((q) => q.metadata.name),
+      ["dev"],
     );
   });
 
