@@ -16,11 +16,12 @@ import { fileURLToPath } from "node:url";
 import { LocalWebhooks, kindRef, type KindRef, type KubeClient, type KubeObject } from "opkit";
 import { ControlPlane, binDir, eventually, readManifests, startOperatorProcess } from "opkit/testenv";
 import type { DemoContext, DemoEntry, DemoRow } from "./demo/entry.ts";
+import { demo as acmeNamespace } from "./acme-namespace/demo.ts";
 import { demo as appservice } from "./appservice/demo.ts";
 import { demo as jobwatcher } from "./jobwatcher/demo.ts";
 import { demo as memcached } from "./memcached/demo.ts";
 
-const entries: DemoEntry[] = [appservice, memcached, jobwatcher];
+const entries: DemoEntry[] = [appservice, memcached, jobwatcher, acmeNamespace];
 const keep = process.env.KEEP === "1";
 const timeoutS = Number(process.env.DEMO_TIMEOUT_S ?? 300);
 const namespace = "demo";

@@ -125,6 +125,39 @@ describe("defineKind", () => {
     );
   });
 
+  it("a deprecated version may keep a misspelt name, with a warning naming the right version", () => {
+    const spec = Type.Object({ a: Type.String() });
+    const base = { group: "tenancy.acme.com", kind: "Tenant", spec };
+    const right = defineKind({ ...base, version: "v1alpha1", storage: true });
+    const misspelt = defineKind({
+      ...base,
+      version: "v1alapha1",
+      deprecated: true,
+      deprecationWarning: "tenancy.acme.com/v1alapha1 is a misspelling: use tenancy.acme.com/v1alpha1",
+    });
+    assert.equal(misspelt.apiVersion, "tenancy.acme.com/v1alapha1");
+    assert.equal(misspelt.deprecated, true);
+    assert.equal(defineKindVersions([right, misspelt]).storageVersion, right);
+    // Not deprecated: still the typo guard.
+    assert.throws(
+      () => defineKind({ ...base, version: "v1alapha1" }),
+      /version "v1alapha1" must look like v1, v1beta1 or v2alpha3 \(only a deprecated version/,
+    );
+    // Deprecated, but not a name the API server accepts.
+    assert.throws(
+      () => defineKind({ ...base, version: "V1_alpha", deprecated: true }),
+      /version "V1_alpha" must be a DNS label/,
+    );
+    assert.throws(
+      () => defineKind({ ...base, version: "v2", deprecationWarning: "old" }),
+      /deprecationWarning needs deprecated: true/,
+    );
+    assert.throws(
+      () => defineKind({ ...base, version: "v2", deprecated: true, deprecationWarning: "x".repeat(257) }),
+      /257 characters; the API server allows 256/,
+    );
+  });
+
   it("cel() appends rules", () => {
     const s = cel(cel(Type.Object({}), [{ rule: "a" }]), [{ rule: "b" }]) as unknown as Record<
       string,

@@ -55,8 +55,9 @@ export interface KindOptions<Spec extends TSchema, Status extends TSchema | unde
    */
   group: string;
   /**
-   * The API version of this definition, e.g. "v1" or "v1beta1"; define several with `defineKindVersions` to
-   * serve more than one.
+   * The API version, Kubernetes-style: `v1`, `v1beta1`, `v2alpha3`. A deprecated version may have any
+   * DNS label as its name (the API server accepts one), so a misspelt version that old manifests use
+   * (`v1alapha1`) can still be served, with a warning naming the right one.
    */
   version: string;
   /** The kind name in UpperCamelCase, e.g. "Memcached"; it is what `kind:` says in YAML. */
@@ -98,8 +99,8 @@ export interface KindOptions<Spec extends TSchema, Status extends TSchema | unde
   /** Mark the version deprecated; the server warns clients that use it. */
   deprecated?: boolean;
   /**
-   * The warning the API server returns to clients of this version when it is `deprecated`; say what to use
-   * instead.
+   * The warning clients get instead of the server's default (at most 256 characters; needs
+   * `deprecated: true`), e.g. "use tenancy.acme.com/v1alpha1".
    */
   deprecationWarning?: string;
 }
@@ -211,6 +212,10 @@ export class KindDefinitionError extends Error {
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 const DNS_LABEL = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
 const VERSION = /^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$/;
+/** What the API server accepts as a CRD version name (a DNS-1035 label). */
+const ANY_VERSION = /^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$/;
+/** The API server's limit on `deprecationWarning`. */
+const MAX_DEPRECATION_WARNING = 256;
 
 /** The plural Kubernetes tooling guesses (kubebuilder's rules), so most kinds need no `plural`. */
 export function defaultPlural(kind: string): string {
@@ -229,10 +234,24 @@ export function defineKind<Spec extends TSchema, Status extends TSchema | undefi
     throw new KindDefinitionError(
       `defineKind: group "${group}" must be a lowercase DNS subdomain with a dot, e.g. "cache.example.com"`,
     );
-  if (!VERSION.test(version))
+  // A version name outside Kubernetes' pattern is almost always a typo, so only a deprecated version
+  // (served for manifests that already use it) may have one.
+  if (!VERSION.test(version) && !(options.deprecated === true && ANY_VERSION.test(version)))
     throw new KindDefinitionError(
-      `defineKind(${kind}): version "${version}" must look like v1, v1beta1 or v2alpha3`,
+      options.deprecated === true
+        ? `defineKind(${kind}): version "${version}" must be a DNS label (lowercase letters, digits and '-', starting with a letter)`
+        : `defineKind(${kind}): version "${version}" must look like v1, v1beta1 or v2alpha3 (only a deprecated version may have another name)`,
     );
+  if (options.deprecationWarning !== undefined) {
+    if (options.deprecated !== true)
+      throw new KindDefinitionError(
+        `defineKind(${kind}): deprecationWarning needs deprecated: true (the API server only warns for deprecated versions)`,
+      );
+    if (options.deprecationWarning.length > MAX_DEPRECATION_WARNING)
+      throw new KindDefinitionError(
+        `defineKind(${kind}): deprecationWarning has ${options.deprecationWarning.length} characters; the API server allows ${MAX_DEPRECATION_WARNING}`,
+      );
+  }
   if (!/^[A-Z][A-Za-z0-9]*$/.test(kind))
     throw new KindDefinitionError(`defineKind: kind "${kind}" must be UpperCamelCase, e.g. "Memcached"`);
   const plural = options.plural ?? defaultPlural(kind);

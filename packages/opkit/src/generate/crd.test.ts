@@ -313,6 +313,28 @@ describe("crdFor", () => {
     );
   });
 
+  it("serves a misspelt deprecated version beside the right one, same schema, with its warning", () => {
+    const spec = Type.Object({ a: Type.String() });
+    const right = defineKind({ group: "t.example.com", version: "v1alpha1", kind: "T", spec, storage: true });
+    const misspelt = defineKind({
+      group: "t.example.com",
+      version: "v1alapha1",
+      kind: "T",
+      spec,
+      deprecated: true,
+      deprecationWarning: "t.example.com/v1alapha1 is misspelt: use t.example.com/v1alpha1",
+    });
+    const crd = crdFor([right, misspelt]);
+    const [v, old] = crd.spec.versions;
+    assert.deepEqual(
+      [old?.name, old?.served, old?.storage, old?.deprecated, old?.deprecationWarning],
+      ["v1alapha1", true, false, true, "t.example.com/v1alapha1 is misspelt: use t.example.com/v1alpha1"],
+    );
+    assert.equal(v?.deprecated, undefined);
+    assert.deepEqual(old?.schema, v?.schema);
+    assert.deepEqual(crd.spec.conversion, { strategy: "None" });
+  });
+
   it("YAML output is deterministic and round-trips", () => {
     const a = crdYaml([Memcached]);
     const b = crdYaml(Memcached);
