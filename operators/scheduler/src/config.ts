@@ -53,7 +53,9 @@ export class SchedulerConfigError extends Error {
   readonly source: string;
   readonly issues: readonly ConfigIssue[];
   constructor(source: string, issues: readonly ConfigIssue[]) {
-    super(`invalid scheduler configuration ${source}: ${issues.map((i) => `${i.field}: ${i.message}`).join("; ")}`);
+    super(
+      `invalid scheduler configuration ${source}: ${issues.map((i) => `${i.field}: ${i.message}`).join("; ")}`,
+    );
     this.name = "SchedulerConfigError";
     this.source = source;
     this.issues = issues;
@@ -79,7 +81,8 @@ const SCORES: Readonly<Record<string, { defaultWeight?: number; plugin: ScorePlu
 const NEEDS_ARGS = new Set(["LabelPresence"]);
 
 const DNS_SUBDOMAIN_RE = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
-const LABEL_KEY_RE = /^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+const LABEL_KEY_RE =
+  /^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
 
 /** The profile used without `--config`: every default plugin, weight 1, serving `schedulerName`. */
 export function defaultProfile(schedulerName = DEFAULT_SCHEDULER_NAME): Profile {
@@ -101,7 +104,9 @@ export function parseConfig(text: string, source: string): Profile[] {
   try {
     doc = parse(text);
   } catch (err) {
-    throw new SchedulerConfigError(source, [{ field: "(file)", message: `not YAML: ${(err as Error).message}` }]);
+    throw new SchedulerConfigError(source, [
+      { field: "(file)", message: `not YAML: ${(err as Error).message}` },
+    ]);
   }
   const issues: ConfigIssue[] = [];
   const issue = (field: string, message: string): void => void issues.push({ field, message });
@@ -110,7 +115,10 @@ export function parseConfig(text: string, source: string): Profile[] {
       if (!known.includes(k)) issue(at ? `${at}.${k}` : k, `unknown field (known: ${known.join(", ")})`);
     }
   };
-  if (!isObj(doc)) throw new SchedulerConfigError(source, [{ field: "(file)", message: "must be a YAML mapping with profiles" }]);
+  if (!isObj(doc))
+    throw new SchedulerConfigError(source, [
+      { field: "(file)", message: "must be a YAML mapping with profiles" },
+    ]);
   unknownKeys(doc, "", ["apiVersion", "kind", "profiles"]);
   if (doc.apiVersion !== undefined && doc.apiVersion !== "opkit.dev/v1alpha1")
     issue("apiVersion", `must be opkit.dev/v1alpha1, got ${JSON.stringify(doc.apiVersion)}`);
@@ -128,7 +136,10 @@ export function parseConfig(text: string, source: string): Profile[] {
     unknownKeys(raw, at, ["schedulerName", "plugins", "pluginConfig"]);
     const name = raw.schedulerName ?? DEFAULT_SCHEDULER_NAME;
     if (typeof name !== "string" || !DNS_SUBDOMAIN_RE.test(name)) {
-      issue(`${at}.schedulerName`, `must be a DNS subdomain (lowercase letters, digits, '-', '.'), got ${JSON.stringify(name)}`);
+      issue(
+        `${at}.schedulerName`,
+        `must be a DNS subdomain (lowercase letters, digits, '-', '.'), got ${JSON.stringify(name)}`,
+      );
     } else if (name === "default-scheduler") {
       issue(`${at}.schedulerName`, "default-scheduler is the cluster's own scheduler: pick another name");
     } else if (names.has(name)) {
@@ -180,7 +191,10 @@ export function parseConfig(text: string, source: string): Profile[] {
     profiles.push({
       schedulerName: name as string,
       filters: filterNames.map((e) => (FILTERS[e.name] as (typeof FILTERS)[string]).make(args.get(e.name))),
-      scores: scoreEntries.map((e) => ({ plugin: (SCORES[e.name] as (typeof SCORES)[string]).plugin, weight: e.weight })),
+      scores: scoreEntries.map((e) => ({
+        plugin: (SCORES[e.name] as (typeof SCORES)[string]).plugin,
+        weight: e.weight,
+      })),
     });
   });
   if (issues.length) throw new SchedulerConfigError(source, issues);
@@ -206,12 +220,16 @@ function resolve(
     issue(at, "must be a mapping with enabled and disabled lists");
     return defaults;
   }
-  for (const k of Object.keys(raw)) if (k !== "enabled" && k !== "disabled") issue(`${at}.${k}`, "unknown field (known: enabled, disabled)");
+  for (const k of Object.keys(raw))
+    if (k !== "enabled" && k !== "disabled") issue(`${at}.${k}`, "unknown field (known: enabled, disabled)");
   const list = (key: "enabled" | "disabled"): { name: string; weight?: number }[] => {
     const v = raw[key];
     if (v === undefined) return [];
     if (!Array.isArray(v)) {
-      issue(`${at}.${key}`, "must be a list of { name" + (weighted && key === "enabled" ? ", weight }" : " }"));
+      issue(
+        `${at}.${key}`,
+        "must be a list of { name" + (weighted && key === "enabled" ? ", weight }" : " }"),
+      );
       return [];
     }
     const out: { name: string; weight?: number }[] = [];
@@ -220,16 +238,26 @@ function resolve(
       const eat = `${at}.${key}[${i}]`;
       if (!isObj(e)) return issue(eat, "must be a mapping { name" + (weighted ? ", weight }" : " }"));
       const allowed = weighted && key === "enabled" ? ["name", "weight"] : ["name"];
-      for (const k of Object.keys(e)) if (!allowed.includes(k)) issue(`${eat}.${k}`, `unknown field (known: ${allowed.join(", ")})`);
+      for (const k of Object.keys(e))
+        if (!allowed.includes(k)) issue(`${eat}.${k}`, `unknown field (known: ${allowed.join(", ")})`);
       const name = e.name;
       const star = key === "disabled" && name === "*";
       if (typeof name !== "string" || (!star && !Object.hasOwn(known, name))) {
-        return issue(`${eat}.name`, `unknown plugin ${JSON.stringify(name)} (known: ${Object.keys(known).join(", ")}${key === "disabled" ? ", *" : ""})`);
+        return issue(
+          `${eat}.name`,
+          `unknown plugin ${JSON.stringify(name)} (known: ${Object.keys(known).join(", ")}${key === "disabled" ? ", *" : ""})`,
+        );
       }
       if (seen.has(name)) return issue(`${eat}.name`, `${name} is listed twice`);
       seen.add(name);
-      if (e.weight !== undefined && (typeof e.weight !== "number" || !Number.isInteger(e.weight) || e.weight < 1 || e.weight > 100)) {
-        return issue(`${eat}.weight`, `must be a whole number from 1 to 100, got ${JSON.stringify(e.weight)}`);
+      if (
+        e.weight !== undefined &&
+        (typeof e.weight !== "number" || !Number.isInteger(e.weight) || e.weight < 1 || e.weight > 100)
+      ) {
+        return issue(
+          `${eat}.weight`,
+          `must be a whole number from 1 to 100, got ${JSON.stringify(e.weight)}`,
+        );
       }
       out.push({ name, weight: typeof e.weight === "number" ? e.weight : undefined });
     });

@@ -48,7 +48,10 @@ export function scoreNodes(
 }
 
 /** kube-scheduler's FitError message for `total` nodes and the per-node reasons. */
-export function unschedulableMessage(total: number, reasons: Readonly<Record<string, readonly string[]>>): string {
+export function unschedulableMessage(
+  total: number,
+  reasons: Readonly<Record<string, readonly string[]>>,
+): string {
   if (total === 0) return "no nodes available to schedule pods";
   const counts = new Map<string, number>();
   for (const rs of Object.values(reasons)) for (const r of rs) counts.set(r, (counts.get(r) ?? 0) + 1);

@@ -5,7 +5,13 @@
  */
 import { readFileSync } from "node:fs";
 import { defineOperator, type OperatorContext } from "opkit";
-import { DEFAULT_SCHEDULER_NAME, defaultProfile, parseConfig, SchedulerConfigError, type Profile } from "./config.ts";
+import {
+  DEFAULT_SCHEDULER_NAME,
+  defaultProfile,
+  parseConfig,
+  SchedulerConfigError,
+  type Profile,
+} from "./config.ts";
 import { schedulerController } from "./controllers/scheduler.ts";
 
 /** The profiles the flags ask for: the `--config` file's, else one default profile named `--scheduler-name`. */
@@ -16,7 +22,9 @@ export function profilesFromFlags(ctx: OperatorContext): Profile[] {
     try {
       text = readFileSync(file, "utf8");
     } catch (err) {
-      throw new SchedulerConfigError(file, [{ field: "(file)", message: `cannot read it: ${(err as Error).message}` }]);
+      throw new SchedulerConfigError(file, [
+        { field: "(file)", message: `cannot read it: ${(err as Error).message}` },
+      ]);
     }
     return parseConfig(text, file);
   }

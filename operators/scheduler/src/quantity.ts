@@ -46,4 +46,3 @@ export function resourceAmount(resource: string, q: string | number | undefined)
   // Rounding guards against binary fractions: 0.1 * 1000 is 100.00000000000001, still 100m.
   return Number.isFinite(v) && v > 0 ? Math.ceil(Math.round(v * 1e6) / 1e6) : 0;
 }
-

@@ -148,7 +148,11 @@ export function schedulerController(profiles: readonly Profile[]) {
           );
         } catch (err) {
           // Bound meanwhile (by us before a restart, or by another scheduler) or gone: nothing to do.
-          if (err instanceof ConflictError || err instanceof NotFoundError || err instanceof AlreadyExistsError) {
+          if (
+            err instanceof ConflictError ||
+            err instanceof NotFoundError ||
+            err instanceof AlreadyExistsError
+          ) {
             ctx.log.info({ err: String(err) }, "pod is no longer pending; not bound");
             return;
           }
@@ -156,7 +160,10 @@ export function schedulerController(profiles: readonly Profile[]) {
         }
         assumed.assume(pod, decision.node);
         retries.forget(uid);
-        ctx.log.info({ node: decision.node, scores: decision.scores, profile: profile.schedulerName }, "bound");
+        ctx.log.info(
+          { node: decision.node, scores: decision.scores, profile: profile.schedulerName },
+          "bound",
+        );
         void ctx.recorder.record(podRef(pod), {
           type: "Normal",
           reason: SCHEDULED,
@@ -166,7 +173,11 @@ export function schedulerController(profiles: readonly Profile[]) {
         return;
       }
       const current = pod.status?.conditions?.find((c) => c.type === "PodScheduled");
-      if (current?.status !== "False" || current.reason !== "Unschedulable" || current.message !== decision.message) {
+      if (
+        current?.status !== "False" ||
+        current.reason !== "Unschedulable" ||
+        current.message !== decision.message
+      ) {
         await ctx.client.patch(
           Pods,
           req.name,

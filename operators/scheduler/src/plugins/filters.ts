@@ -45,8 +45,7 @@ export const taintToleration: FilterPlugin = {
   name: "TaintToleration",
   filter(pod, { node }) {
     const bad = (node.spec?.taints ?? []).find(
-      (taint) =>
-        (taint.effect === "NoSchedule" || taint.effect === "NoExecute") && !toleratedBy(pod, taint),
+      (taint) => (taint.effect === "NoSchedule" || taint.effect === "NoExecute") && !toleratedBy(pod, taint),
     );
     return bad ? [`node(s) had untolerated taint {${bad.key}: ${bad.value ?? ""}}`] : undefined;
   },
@@ -137,7 +136,9 @@ export function labelPresence(args: LabelPresenceArgs): FilterPlugin {
       const labels = node.metadata.labels ?? {};
       const ok = args.labels.every((k) => Object.hasOwn(labels, k) === args.presence);
       if (ok) return undefined;
-      return [args.presence ? "node(s) didn't have the requested labels" : "node(s) had labels that must be absent"];
+      return [
+        args.presence ? "node(s) didn't have the requested labels" : "node(s) had labels that must be absent",
+      ];
     },
   };
 }

@@ -106,6 +106,8 @@ export const ownerSpread: ScorePlugin = {
       uid ? n.pods.filter((p) => ownerUid(p) === uid && p.metadata.uid !== pod.metadata.uid).length : 0,
     );
     const most = Math.max(0, ...counts);
-    return counts.map((c) => (most === 0 ? MAX_NODE_SCORE : Math.round(((most - c) / most) * MAX_NODE_SCORE)));
+    return counts.map((c) =>
+      most === 0 ? MAX_NODE_SCORE : Math.round(((most - c) / most) * MAX_NODE_SCORE),
+    );
   },
 };
