@@ -111,7 +111,10 @@ export function schedulerController(profiles: readonly Profile[]) {
   const retries = new RetryTracker({ baseMs: 1_000, maxMs: 30_000 });
   const mine: Predicate<Pod> = {
     create: (p) => isPendingFor(names, p),
-    update: (_o, n) => isPendingFor(names, n),
+    // Not on status-only writes (its own Unschedulable condition among them): those change no decision.
+    update: (o, n) =>
+      isPendingFor(names, n) &&
+      (!isPendingFor(names, o) || JSON.stringify(o.spec) !== JSON.stringify(n.spec)),
     delete: (p) => names.has(p.spec?.schedulerName ?? ""),
   };
   return controller("scheduler")
