@@ -41,7 +41,7 @@ describe("event filters", () => {
     const mine = (
       o: Partial<NonNullable<Pod["spec"]>>,
       meta: Partial<Pod["metadata"]> = {},
-      phase?: string,
+      phase?: "Failed",
     ): Pod => {
       const p = pod();
       return {
