@@ -154,7 +154,7 @@ describe("opkit-scheduler", () => {
     assert.equal(bound.status?.conditions?.find((c) => c.type === "PodScheduled")?.status, "True");
   });
 
-  it("an impossible pod says why on every node, with an Event, and is placed once room is made", async () => {
+  it("an impossible pod says why on every node, with an Event, and is placed once room is made", async (t) => {
     await env.client.create(
       newPod("impossible", {
         scheduler: "opkit-scheduler",
@@ -172,6 +172,7 @@ describe("opkit-scheduler", () => {
       },
       20_000,
     );
+    t.diagnostic(`PodScheduled=False: ${message}`);
     assert.match(message ?? "", /^0\/\d+ nodes are available: /);
     // sched-fit holds 3 of its 4 cpus, sched-small has 1; each other test node fails one filter.
     for (const part of [
@@ -196,11 +197,13 @@ describe("opkit-scheduler", () => {
     assert.equal((await env.client.get(Pods, "impossible", { namespace: ns })).spec?.nodeName, undefined);
 
     // A bound pod goes: 2.5 cpus free on sched-fit.
+    const freed = Date.now();
     await env.client.delete(Pods, "filtered-2", { namespace: ns, gracePeriodSeconds: 0 });
     assert.equal(await nodeOf("impossible", 30_000), "sched-fit");
+    t.diagnostic(`placed ${Date.now() - freed} ms after the bound pod was deleted`);
   });
 
-  it("the profile's weights decide between candidates", async () => {
+  it("the profile's weights decide between candidates", async (t) => {
     const scored = (name: string, scheduler: string) =>
       newPod(name, { scheduler, cpu: "2", memory: "2Gi", selector: { "sched-test": "score" } });
     await env.client.create(scored("least", "opkit-least"));
@@ -212,8 +215,12 @@ describe("opkit-scheduler", () => {
     );
     await env.client.create(scored("balanced", "opkit-balanced"));
     assert.equal(await nodeOf("balanced"), "sched-b", "BalancedAllocation x5: the evener node");
-    const lines = op.output.filter((l) => l.includes('"bound"') && l.includes('"opkit-balanced"'));
-    assert.ok(lines.length > 0, "the decision is logged with its scores");
+    const lines = op.output.filter((l) => l.includes('"bound"') && /"opkit-(least|balanced)"/.test(l));
+    assert.equal(lines.length, 2, "each decision is logged with its scores");
+    for (const l of lines) {
+      const { profile, node, scores } = JSON.parse(l) as { profile: string; node: string; scores: object };
+      t.diagnostic(`${profile} → ${node} ${JSON.stringify(scores)}`);
+    }
   });
 
   it("leaves pods for the default scheduler and for other schedulers alone", async () => {
