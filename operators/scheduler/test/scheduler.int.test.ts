@@ -9,7 +9,9 @@
  *   profile weighing LeastAllocated, to the evener one under a profile weighing BalancedAllocation;
  * - an impossible pod gets PodScheduled=False (Unschedulable) with kube-scheduler's per-node message
  *   and a FailedScheduling Warning Event, and is placed once a bound pod goes and makes room;
- * - pods for the default scheduler, or for another scheduler, are left alone.
+ * - pods for the default scheduler, or for another scheduler, are left alone;
+ * - a wrong `--config` stops it at start with the field named; a standby replica takes over when the
+ *   leader stops.
  */
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
@@ -21,6 +23,7 @@ import { EventsV1, Leases, Pods, type Pod } from "opkit";
 import {
   eventually,
   operatorProject,
+  startOperatorProcess,
   useTestEnv,
   type OperatorProcess,
   type OperatorProject,
@@ -257,11 +260,51 @@ describe("opkit-scheduler", () => {
     assert.deepEqual(ours, []);
   });
 
-  it("ran as the leader, under its generated RBAC, and was never refused", async () => {
+  it("refuses a wrong --config at start, naming the field, with exit code 2", async () => {
+    await writeFile(
+      join(dir, "bad.yaml"),
+      "profiles:\n  - schedulerName: x\n    plugins: { score: { enabled: [{ name: LeastAllocated, weight: 0 }] } }\n",
+    );
+    const bad = startOperatorProcess(join(root, "src", "main.ts"), {
+      args: [
+        "--kubeconfig",
+        project.session.kubeconfigPath,
+        "--metrics-bind-address=0",
+        "--health-probe-bind-address=0",
+        "--config",
+        join(dir, "bad.yaml"),
+      ],
+    });
+    assert.equal(await bad.exited, 2);
+    assert.ok(
+      bad.output.some((l) =>
+        l.includes(
+          "profiles[0].plugins.score.enabled[0].weight: must be a whole number from 1 to 100, got 0",
+        ),
+      ),
+      bad.output.join("\n"),
+    );
+  });
+
+  it("a standby replica takes over when the leader stops; neither was ever refused by its RBAC", async () => {
     const lease = await env.client.get(Leases, "opkit-scheduler", { namespace: ns });
     assert.ok(lease.spec?.holderIdentity, "a holder");
+    const standby = await project.start(["--leader-elect", "--config", join(dir, "config.yaml")]);
+    await standby.waitForLine(/waiting for leadership/);
+    await env.client.create(
+      newPod("before-failover", { scheduler: "opkit-least", selector: { "sched-test": "score" } }),
+    );
+    await nodeOf("before-failover");
+    assert.equal(standby.output.filter((l) => l.includes('"bound"')).length, 0, "the standby binds nothing");
+    await op.stop();
+    await standby.waitForLine(/became leader/, 30_000);
+    await env.client.create(
+      newPod("after-failover", { scheduler: "opkit-least", selector: { "sched-test": "score" } }),
+    );
+    await nodeOf("after-failover");
+    assert.ok(standby.output.some((l) => l.includes('"bound"') && l.includes("after-failover")));
     assert.deepEqual(
-      op.output.filter((l) => /forbidden/i.test(l)),
+      [...op.output, ...standby.output].filter((l) => /forbidden/i.test(l)),
       [],
     );
   });
