@@ -155,6 +155,16 @@ describe("opkit-scheduler", () => {
     assert.equal(await nodeOf("tolerating"), "sched-taint");
     const bound = await env.client.get(Pods, "filtered-1", { namespace: ns });
     assert.equal(bound.status?.conditions?.find((c) => c.type === "PodScheduled")?.status, "True");
+    const scheduled = await eventually(
+      "a Scheduled Event",
+      async () =>
+        (await env.client.list(EventsV1, { namespace: ns })).items.find(
+          (e) => e.regarding?.name === "filtered-1" && e.reason === "Scheduled",
+        ),
+      10_000,
+    );
+    assert.equal(scheduled.reportingController, "opkit.dev/scheduler");
+    assert.equal(scheduled.note, `Successfully assigned ${ns}/filtered-1 to sched-fit`);
   });
 
   it("an impossible pod says why on every node, with an Event, and is placed once room is made", async (t) => {
