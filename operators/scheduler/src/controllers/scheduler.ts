@@ -17,6 +17,7 @@ import {
   requeueAfter,
   type Cache,
   type DeepReadonly,
+  type KubeObject,
   type Node,
   type Pod,
   type Predicate,
@@ -26,6 +27,11 @@ import { AssumedPods } from "../assumed.ts";
 import type { Profile } from "../config.ts";
 import { schedule } from "../framework.ts";
 import { nodeInfo, type NodeInfo } from "../plugins/types.ts";
+
+/** core/v1 Binding: what `pods/binding` takes. */
+interface Binding extends KubeObject {
+  target: { apiVersion: "v1"; kind: "Node"; name: string };
+}
 
 /** kube-scheduler's Event reasons. */
 const FAILED_SCHEDULING = "FailedScheduling";
@@ -136,19 +142,16 @@ export function schedulerController(profiles: readonly Profile[]) {
       const decision = schedule(pod, nodeInfos(ctx.cache, assumed), profile);
       if (decision.kind === "scheduled") {
         try {
-          await ctx.client.createSubresource(
-            Pods,
-            req.name,
-            "binding",
-            {
-              apiVersion: "v1",
-              kind: "Binding",
-              // The uid makes the binding fail instead of placing a pod recreated under the same name.
-              metadata: { name: req.name, namespace: req.namespace, uid },
-              target: { apiVersion: "v1", kind: "Node", name: decision.node },
-            } as Pod,
-            { namespace: req.namespace },
-          );
+          const binding: Binding = {
+            apiVersion: "v1",
+            kind: "Binding",
+            // The uid makes the binding fail instead of placing a pod recreated under the same name.
+            metadata: { name: req.name, namespace: req.namespace, uid },
+            target: { apiVersion: "v1", kind: "Node", name: decision.node },
+          };
+          await ctx.client.createSubresource(Pods, req.name, "binding", binding, {
+            namespace: req.namespace,
+          });
         } catch (err) {
           // Bound meanwhile (by us before a restart, or by another scheduler) or gone: nothing to do.
           if (
