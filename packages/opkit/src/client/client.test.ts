@@ -211,6 +211,31 @@ describe("KubeClient write retries", () => {
     }
   });
 
+  it("createSubresource: POSTs the body to the named object's subresource, not retried after a 5xx", async () => {
+    const binding = {
+      apiVersion: "v1",
+      kind: "Binding",
+      metadata: { name: "p", namespace: "ns" },
+      target: { apiVersion: "v1", kind: "Node", name: "node-1" },
+    };
+    const s = await scripted(status(500, "InternalError"), { status: 201, body: { kind: "Status" } });
+    try {
+      await assert.rejects(
+        s.client.createSubresource(Pods, "p", "binding", binding, { namespace: "ns" }),
+        ServerError,
+      );
+      assert.equal(s.calls().length, 1, "a binding is not repeated: the pod may be bound already");
+      const [call] = s.calls();
+      assert.equal(call?.method, "POST");
+      assert.match(call?.url ?? "", /^\/api\/v1\/namespaces\/ns\/pods\/p\/binding\?fieldManager=tester$/);
+      assert.deepEqual(JSON.parse(call?.body ?? ""), binding);
+      await s.client.createSubresource(Pods, "p", "eviction", binding, { namespace: "ns", idempotent: true });
+      assert.equal(s.calls().length, 2);
+    } finally {
+      await s.close();
+    }
+  });
+
   it("raw: writes are retried after a 5xx only when marked idempotent", async () => {
     const s = await scripted(status(503, "ServiceUnavailable"), status(503, "ServiceUnavailable"), {
       status: 200,

@@ -372,7 +372,9 @@ export class KubeClient {
   }
 
   /**
-   * Create an object (or POST to a subresource, e.g. an eviction). With a fixed `metadata.name`, a lost
+   * Create an object (or POST to a subresource of an object of the body's own kind; for a subresource
+   * whose body is another kind, such as `pods/binding` or `pods/eviction`, use `createSubresource`).
+   * With a fixed `metadata.name`, a lost
    * response or a 5xx is retried: the answer may then be an AlreadyExistsError with `ambiguous: true`
    * (the object may be the one the first attempt created). With only `generateName` it is never
    * retried after the request may have reached the server: that could create two objects.
@@ -390,6 +392,33 @@ export class KubeClient {
       query: this.writeQuery(opts),
       signal,
       idempotent: !!obj.metadata.name,
+    });
+  }
+
+  /**
+   * POST `body` to a subresource of the object `kind`/`name`: `pods/binding` (a scheduler binds a pod
+   * to a node), `pods/eviction`, `serviceaccounts/token`. The body is of the subresource's own kind
+   * (Binding, Eviction, TokenRequest), so the path comes from `kind`, not from the body. Never retried
+   * after the request may have reached the server unless `idempotent` says a repeat is harmless (a
+   * binding is not: the second one fails with a Conflict once the first has bound the pod).
+   */
+  async createSubresource<R = KubeObject, T extends KubeObject = KubeObject>(
+    kind: KindRef<T>,
+    name: string,
+    subresource: string,
+    body: KubeObject,
+    opts: WriteOptions & NamespaceOption & { idempotent?: boolean } = {},
+  ): Promise<R> {
+    const signal = this.signalFor(opts);
+    if (!subresource) throw new Error(`createSubresource of ${kind.kind} ${name}: name a subresource`);
+    const path = await this.pathFor(kind, signal, opts.namespace, name, subresource);
+    return this.transport.request<R>({
+      method: "POST",
+      path,
+      body,
+      query: this.writeQuery(opts),
+      signal,
+      idempotent: opts.idempotent ?? false,
     });
   }
 

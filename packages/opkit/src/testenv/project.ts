@@ -30,8 +30,9 @@ export interface OperatorProject {
 }
 
 /**
- * Install the project's generated CRDs, create a test namespace (named after `namespace`, default the
- * project folder) and impersonate the project's generated ServiceAccount in it.
+ * Install the project's generated CRDs (none when it has no config/crds), create a test namespace
+ * (named after `namespace`, default the project folder) and impersonate the project's generated
+ * ServiceAccount in it.
  */
 export async function operatorProject(
   env: TestEnv,
@@ -40,8 +41,13 @@ export async function operatorProject(
 ): Promise<OperatorProject> {
   const crds: KubeObject[] = [];
   const crdDir = join(root, "config", "crds");
-  for (const f of (await readdir(crdDir)).sort()) crds.push(...(await readManifests(join(crdDir, f))));
-  await env.installCrds(crds);
+  // A project without kinds of its own (a scheduler, a controller of built-in kinds) has no CRD folder.
+  const files = await readdir(crdDir).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === "ENOENT") return [];
+    throw err;
+  });
+  for (const f of files.sort()) crds.push(...(await readManifests(join(crdDir, f))));
+  if (crds.length) await env.installCrds(crds);
   const namespace = await env.namespace(opts.namespace ?? basename(root));
   const session = await impersonateServiceAccount(
     env,

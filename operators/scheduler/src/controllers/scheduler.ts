@@ -1,0 +1,217 @@
+/**
+ * The scheduler controller: reconciles the pending pods whose `spec.schedulerName` one of its profiles
+ * serves. Each reconcile builds the nodes' picture from the cache (Nodes, and the non-terminal pods
+ * bound to them, plus the pods this process bound and the cache has not shown yet), lets the profile
+ * decide, and either binds the pod through `pods/binding` or marks it `PodScheduled=False`
+ * (Unschedulable, with the per-node reasons) with a Warning Event and retries it: at once when a node
+ * or a bound pod changes in a way that could make room, else after a backoff (1 s doubling to 30 s).
+ */
+import {
+  AlreadyExistsError,
+  ConflictError,
+  NotFoundError,
+  Nodes,
+  Pods,
+  RetryTracker,
+  controller,
+  requeueAfter,
+  type Cache,
+  type DeepReadonly,
+  type KubeObject,
+  type Node,
+  type Pod,
+  type Predicate,
+  type Request,
+} from "opkit";
+import { AssumedPods } from "../assumed.ts";
+import type { Profile } from "../config.ts";
+import { schedule } from "../framework.ts";
+import { nodeInfo, type NodeInfo } from "../plugins/types.ts";
+
+/** core/v1 Binding: what `pods/binding` takes. */
+interface Binding extends KubeObject {
+  target: { apiVersion: "v1"; kind: "Node"; name: string };
+}
+
+/** kube-scheduler's Event reasons. */
+const FAILED_SCHEDULING = "FailedScheduling";
+const SCHEDULED = "Scheduled";
+
+function isTerminal(p: DeepReadonly<Pod>): boolean {
+  return p.status?.phase === "Succeeded" || p.status?.phase === "Failed";
+}
+
+/** A pod one of `names` must place: unbound, not being deleted, not finished. */
+export function isPendingFor(names: ReadonlySet<string>, p: DeepReadonly<Pod>): boolean {
+  return (
+    names.has(p.spec?.schedulerName ?? "default-scheduler") &&
+    !p.spec?.nodeName &&
+    !p.metadata.deletionTimestamp &&
+    !isTerminal(p)
+  );
+}
+
+/** Only node changes that can change a decision: labels, taints, cordon, size, readiness, images. */
+export const nodeSchedulingChanged: Predicate<Node> = {
+  update(o, n) {
+    const view = (x: DeepReadonly<Node>): string =>
+      JSON.stringify([
+        x.metadata.labels,
+        x.spec?.taints,
+        x.spec?.unschedulable,
+        x.status?.allocatable,
+        x.status?.conditions?.find((c) => c.type === "Ready")?.status,
+        x.status?.images,
+      ]);
+    return view(o) !== view(n);
+  },
+  delete: () => false,
+};
+
+/**
+ * Bound pods that free room: a bound pod deleted or finished (a finished pod leaves the cache, whose
+ * field selector keeps only non-terminal pods, as a delete).
+ */
+export const boundPodFreed: Predicate<Pod> = {
+  create: () => false,
+  update: (o, n) => Boolean(o.spec?.nodeName) && !isTerminal(o) && isTerminal(n),
+  delete: (p) => Boolean(p.spec?.nodeName),
+};
+
+/** Every cached pending pod `names` serve, as keys. */
+function pendingKeys(cache: Cache, names: ReadonlySet<string>): Request[] {
+  return cache
+    .list(Pods)
+    .filter((p) => isPendingFor(names, p))
+    .map((p) => ({ namespace: p.metadata.namespace, name: p.metadata.name ?? "" }));
+}
+
+/** The nodes with the pods on them, from the cache and the assumptions. */
+function nodeInfos(cache: Cache, assumed: AssumedPods): NodeInfo[] {
+  const pods = cache.list(Pods);
+  const byUid = new Map(pods.map((p) => [p.metadata.uid ?? "", p]));
+  const byNode = new Map<string, DeepReadonly<Pod>[]>();
+  for (const p of [...pods, ...assumed.pending(byUid)]) {
+    const n = p.spec?.nodeName;
+    if (!n || isTerminal(p)) continue;
+    const list = byNode.get(n);
+    if (list) list.push(p);
+    else byNode.set(n, [p]);
+  }
+  return cache
+    .list(Nodes)
+    .map((n) => nodeInfo(n, byNode.get(n.metadata.name ?? "") ?? []))
+    .sort((a, b) => ((a.node.metadata.name ?? "") < (b.node.metadata.name ?? "") ? -1 : 1));
+}
+
+/** A reference the event recorder can name (cached objects may lack apiVersion and kind). */
+function podRef(p: DeepReadonly<Pod>): Pod {
+  return { apiVersion: "v1", kind: "Pod", metadata: { ...p.metadata } } as Pod;
+}
+
+/** The scheduler's controller for `profiles` (one per scheduler name it serves). */
+export function schedulerController(profiles: readonly Profile[]) {
+  const byName = new Map(profiles.map((p) => [p.schedulerName, p]));
+  const names = new Set(byName.keys());
+  const assumed = new AssumedPods();
+  const retries = new RetryTracker({ baseMs: 1_000, maxMs: 30_000 });
+  const mine: Predicate<Pod> = {
+    create: (p) => isPendingFor(names, p),
+    // Not on status-only writes (its own Unschedulable condition among them): those change no decision.
+    update: (o, n) =>
+      isPendingFor(names, n) &&
+      (!isPendingFor(names, o) || JSON.stringify(o.spec) !== JSON.stringify(n.spec)),
+    delete: (p) => names.has(p.spec?.schedulerName ?? ""),
+  };
+  return controller("scheduler")
+    .for(Pods, { predicates: [mine] })
+    .watches(Nodes, (_node, { cache }) => pendingKeys(cache, names), {
+      predicates: [nodeSchedulingChanged],
+    })
+    .watches(Pods, (_pod, { cache }) => pendingKeys(cache, names), { predicates: [boundPodFreed] })
+    .reconcile(async (req, ctx) => {
+      const pod = ctx.cache.get(Pods, req.name, { namespace: req.namespace });
+      if (!pod || !isPendingFor(names, pod)) {
+        if (pod?.metadata.uid) retries.forget(pod.metadata.uid);
+        return;
+      }
+      const uid = pod.metadata.uid ?? "";
+      // Bound here already; the cache has not caught up yet.
+      if (assumed.has(uid)) return;
+      const profile = byName.get(pod.spec?.schedulerName ?? "") as Profile;
+      const decision = schedule(pod, nodeInfos(ctx.cache, assumed), profile);
+      if (decision.kind === "scheduled") {
+        try {
+          const binding: Binding = {
+            apiVersion: "v1",
+            kind: "Binding",
+            // The uid makes the binding fail instead of placing a pod recreated under the same name.
+            metadata: { name: req.name, namespace: req.namespace, uid },
+            target: { apiVersion: "v1", kind: "Node", name: decision.node },
+          };
+          await ctx.client.createSubresource(Pods, req.name, "binding", binding, {
+            namespace: req.namespace,
+          });
+        } catch (err) {
+          // Bound meanwhile (by us before a restart, or by another scheduler) or gone: nothing to do.
+          if (
+            err instanceof ConflictError ||
+            err instanceof NotFoundError ||
+            err instanceof AlreadyExistsError
+          ) {
+            ctx.log.info({ err: String(err) }, "pod is no longer pending; not bound");
+            return;
+          }
+          throw err;
+        }
+        assumed.assume(pod, decision.node);
+        retries.forget(uid);
+        ctx.log.info(
+          { node: decision.node, scores: decision.scores, profile: profile.schedulerName },
+          "bound",
+        );
+        void ctx.recorder.record(podRef(pod), {
+          type: "Normal",
+          reason: SCHEDULED,
+          action: "Binding",
+          note: `Successfully assigned ${req.namespace}/${req.name} to ${decision.node}`,
+        });
+        return;
+      }
+      const current = pod.status?.conditions?.find((c) => c.type === "PodScheduled");
+      if (
+        current?.status !== "False" ||
+        current.reason !== "Unschedulable" ||
+        current.message !== decision.message
+      ) {
+        await ctx.client.patch(
+          Pods,
+          req.name,
+          {
+            status: {
+              conditions: [
+                {
+                  type: "PodScheduled",
+                  status: "False",
+                  reason: "Unschedulable",
+                  message: decision.message,
+                  lastProbeTime: null,
+                  lastTransitionTime:
+                    current?.status === "False" ? current.lastTransitionTime : new Date().toISOString(),
+                },
+              ],
+            },
+          },
+          { namespace: req.namespace, type: "strategic", subresource: "status" },
+        );
+      }
+      void ctx.recorder.record(podRef(pod), {
+        type: "Warning",
+        reason: FAILED_SCHEDULING,
+        action: "Scheduling",
+        note: decision.message,
+      });
+      ctx.log.info({ message: decision.message, profile: profile.schedulerName }, "unschedulable");
+      return requeueAfter(retries.next(uid));
+    });
+}

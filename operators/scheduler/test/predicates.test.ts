@@ -1,0 +1,60 @@
+/**
+ * Which events wake pending pods: a node change that can change a decision (not a heartbeat), and a
+ * bound pod that goes or finishes (not one that starts).
+ */
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import type { Node, Pod } from "opkit";
+import { boundPodFreed, isPendingFor, nodeSchedulingChanged } from "../src/controllers/scheduler.ts";
+import { node, pod } from "./helpers.ts";
+
+describe("event filters", () => {
+  it("node updates: labels, taints, cordon, size and readiness count; heartbeats do not", () => {
+    const base = node("a", { labels: { zone: "a" } });
+    const beat = structuredClone(base);
+    (beat.status!.conditions![0] as { lastHeartbeatTime?: string }).lastHeartbeatTime =
+      "2026-01-01T00:00:00Z";
+    assert.equal(nodeSchedulingChanged.update!(base, beat), false);
+    for (const changed of [
+      node("a", { labels: { zone: "b" } }),
+      node("a", { labels: { zone: "a" }, taints: [{ key: "k", effect: "NoSchedule" }] }),
+      node("a", { labels: { zone: "a" }, unschedulable: true }),
+      node("a", { labels: { zone: "a" }, cpu: "8" }),
+      node("a", { labels: { zone: "a" }, ready: false }),
+    ] as Node[]) {
+      assert.equal(nodeSchedulingChanged.update!(base, changed), true, JSON.stringify(changed));
+    }
+  });
+
+  it("bound pods wake pending ones when they go or finish", () => {
+    const bound = pod({ nodeName: "a" });
+    const done: Pod = { ...bound, status: { phase: "Succeeded" } };
+    assert.equal(boundPodFreed.delete!(bound), true);
+    assert.equal(boundPodFreed.delete!(pod()), false, "an unbound pod held nothing");
+    assert.equal(boundPodFreed.update!(bound, done), true);
+    assert.equal(boundPodFreed.update!(bound, bound), false);
+    assert.equal(boundPodFreed.create!(bound), false);
+  });
+
+  it("a pod is pending for a scheduler name while unbound, alive and unfinished", () => {
+    const names = new Set(["opkit-scheduler"]);
+    const mine = (
+      o: Partial<NonNullable<Pod["spec"]>>,
+      meta: Partial<Pod["metadata"]> = {},
+      phase?: "Failed",
+    ): Pod => {
+      const p = pod();
+      return {
+        ...p,
+        metadata: { ...p.metadata, ...meta },
+        spec: { ...p.spec!, schedulerName: "opkit-scheduler", ...o },
+        status: { phase },
+      };
+    };
+    assert.equal(isPendingFor(names, mine({})), true);
+    assert.equal(isPendingFor(names, pod()), false, "default-scheduler's");
+    assert.equal(isPendingFor(names, mine({ nodeName: "a" })), false);
+    assert.equal(isPendingFor(names, mine({}, { deletionTimestamp: "2026-01-01T00:00:00Z" })), false);
+    assert.equal(isPendingFor(names, mine({}, {}, "Failed")), false);
+  });
+});
