@@ -46,7 +46,7 @@ describe("opkit top", () => {
     await env?.cleanup();
   });
 
-  it("--once --json reports the operator's controllers with reconciles, its informers and its lease", async () => {
+  it("--once --json reports the operator's controllers with reconciles, and its informers", async () => {
     const summary = await eventually(
       "a summary with reconciles",
       async () => {
@@ -102,7 +102,8 @@ describe("opkit top", () => {
 
   it("the live view fits 80 columns, shows the controller, and quits on q", async (t) => {
     const pty = await import("@lydell/node-pty");
-    const { Terminal } = await import("@xterm/headless");
+    // CommonJS: its exports arrive as the default export.
+    const { Terminal } = (await import("@xterm/headless")).default;
     const term = new Terminal({ cols: 80, rows: 30, allowProposedApi: true });
     const child = pty.spawn(
       process.execPath,
@@ -143,6 +144,10 @@ describe("opkit top", () => {
       shown.some((l) => l.startsWith("INFORMER")),
       shown.join("\n"),
     );
+    // Nothing wrapped: every line fits the 80 columns.
+    const buf = term.buffer.active;
+    for (let i = 0; i < buf.length; i++)
+      assert.ok(!buf.getLine(i)?.isWrapped, `line ${i} wrapped:\n${shown.join("\n")}`);
     // Redrawn in place: the header appears once on screen after several redraws, not once per redraw.
     await new Promise((r) => setTimeout(r, 1_500));
     assert.equal(screen().filter((l) => l.startsWith("opkit top")).length, 1, screen().join("\n"));
