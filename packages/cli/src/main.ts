@@ -8,6 +8,7 @@ import { envCommand } from "./commands/env.ts";
 import { generateCommands } from "./commands/generate.ts";
 import { operatorCommands } from "./commands/operator.ts";
 import { projectCommands } from "./commands/project.ts";
+import { topCommand } from "./commands/top.ts";
 
 // src/main.ts or dist/main.js: package.json is one level up either way.
 const { version } = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as {
@@ -21,7 +22,13 @@ const program = new Command("opkit")
   .enablePositionalOptions()
   .showHelpAfterError();
 
-for (const c of [...projectCommands(), ...generateCommands(), ...operatorCommands(), envCommand()])
+for (const c of [
+  ...projectCommands(),
+  ...generateCommands(),
+  ...operatorCommands(),
+  topCommand(),
+  envCommand(),
+])
   program.addCommand(c);
 
 try {

@@ -27,6 +27,7 @@ import {
   dockerfile,
   dockerignore,
   manifestsFor,
+  monitoringFiles,
   rbacFor,
   webhookDnsNames,
   webhookServiceRef,
@@ -131,12 +132,14 @@ export async function generateProject(dir: string, opts: GenerateOptions = {}): 
   const op = await loadOperator(root);
   const objects = await projectObjects(op, { ...opts, dir: root });
   const before = await snapshot(root);
-  await writeKustomize(join(root, "config"), objects);
+  const monitoring = { name: op.name, namespace: op.namespace ?? `${op.name}-system` };
+  await writeKustomize(join(root, "config"), objects, monitoringFiles(monitoring));
   await writeHelmChart(join(root, "chart"), {
     name: op.name,
     version: "0.1.0",
     appVersion: "0.1.0",
     objects,
+    monitoring,
   });
   // Projects run their TypeScript directly on Node 24; the "build" script type-checks.
   // A project made with vendored opkit tarballs (file:vendor/*.tgz in the lockfile) needs them for npm ci.

@@ -11,6 +11,7 @@ import { pathToFileURL } from "node:url";
 import {
   KubeClient,
   LocalWebhooks,
+  installCrds as installCrdsAndWait,
   NotFoundError,
   kindRef,
   type KubeObject,
@@ -47,12 +48,10 @@ export async function installCrds(dir: string, kubeconfig?: string): Promise<str
   const op = await loadOperator(dir);
   const client = await clientFor(kubeconfig);
   try {
-    const names: string[] = [];
-    for (const crd of crdsOf(op)) {
-      await client.apply(crd, { force: true });
-      names.push(crd.metadata.name ?? "");
-    }
-    return names;
+    // Waits until served: an operator started on a CRD applied a moment ago would get 404/429 first.
+    const crds = crdsOf(op);
+    await installCrdsAndWait(client, crds);
+    return crds.map((crd) => crd.metadata.name ?? "");
   } finally {
     await client.close();
   }

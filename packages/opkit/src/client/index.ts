@@ -27,6 +27,7 @@ export {
   type WriteOptions,
 } from "./client.ts";
 export type { TransportOptions, RequestEvent, ServerWarning } from "./transport.ts";
+export { CrdNotReadyError, installCrds, type InstallCrdsOptions } from "./crds.ts";
 export {
   loadClusterConfig,
   inClusterConfig,

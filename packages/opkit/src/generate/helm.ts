@@ -7,6 +7,7 @@
 import { join } from "node:path";
 import type { KubeObject } from "../client/types.ts";
 import type { ResourceRequirements } from "./manifests.ts";
+import { helmMonitoringFiles, type MonitoringInput } from "./monitoring.ts";
 import {
   GENERATED_HEADER,
   groupByFile,
@@ -46,6 +47,11 @@ export interface HelmChartInput {
   values?: Partial<HelmValues>;
   /** The chart description in Chart.yaml. */
   description?: string;
+  /**
+   * The operator's Grafana dashboard and PrometheusRule, rendered only with `monitoring.enabled=true`
+   * (default false, so the default rendering is exactly the kustomize objects).
+   */
+  monitoring?: MonitoringInput;
 }
 
 /**
@@ -186,7 +192,12 @@ export async function writeHelmChart(dir: string, input: HelmChartInput): Promis
   };
   const files = new Map<string, string>();
   files.set("Chart.yaml", GENERATED_HEADER + toYaml(chart));
-  files.set("values.yaml", GENERATED_HEADER + toYaml(values));
+  files.set(
+    "values.yaml",
+    GENERATED_HEADER + toYaml(input.monitoring ? { ...values, monitoring: { enabled: false } } : values),
+  );
+  if (input.monitoring)
+    for (const [f, content] of helmMonitoringFiles(input.monitoring)) files.set(f, content);
 
   const { objects, exprs } = templatize(input.objects, values);
   for (const [file, objs] of groupByFile(objects)) {

@@ -12,3 +12,4 @@ export * from "./manifests.ts";
 export * from "./helm.ts";
 export * from "./dockerfile.ts";
 export * from "./builtin-schemas.ts";
+export * from "./monitoring.ts";

@@ -22,6 +22,7 @@ import { eventually } from "../testenv/eventually.ts";
 import { rbacFor, resolverFromClient, type PolicyRule } from "./rbac.ts";
 import { manifestsFor, writeKustomize } from "./manifests.ts";
 import { writeHelmChart } from "./helm.ts";
+import { grafanaDashboard } from "./monitoring.ts";
 import { ensureHelm, helmTemplate } from "../testenv/helm.ts";
 
 const script = fileURLToPath(new URL("../manager/testdata/copy-operator.ts", import.meta.url));
@@ -246,6 +247,7 @@ describe("generated manifests", () => {
         version: "0.1.0",
         appVersion: "v0.1.0",
         objects: objs,
+        monitoring: { name: "gen-op", namespace: ns },
       });
       const kustomization = parse(await readFile(join(dir, "config", "kustomization.yaml"), "utf8")) as {
         resources: string[];
@@ -291,6 +293,24 @@ describe("generated manifests", () => {
       assert.equal(dep?.spec?.replicas, 5);
       assert.equal(dep?.spec?.template?.spec.containers[0]?.image, "other:v2");
       assert.equal(dep?.spec?.template?.spec.containers[0]?.resources.limits.memory, "1Gi");
+
+      // monitoring.enabled adds the dashboard ConfigMap (the very JSON of config/) and the PrometheusRule.
+      const monitored = parseAllDocuments(
+        await helmTemplate(helm, join(dir, "chart"), {
+          set: { "monitoring.enabled": "true", namespace: "prod" },
+        }),
+      )
+        .map((d) => d.toJS() as (KubeObject & { data?: Record<string, string> }) | null)
+        .filter((o): o is KubeObject & { data?: Record<string, string> } => o !== null);
+      assert.equal(monitored.length, fromHelm.length + 2);
+      const cm = monitored.find((o) => o.kind === "ConfigMap" && o.metadata.name === "gen-op-dashboard");
+      assert.equal(cm?.metadata.namespace, "prod");
+      assert.deepEqual(
+        JSON.parse(cm?.data?.["gen-op.json"] ?? "{}"),
+        grafanaDashboard({ name: "gen-op", namespace: ns }),
+      );
+      const rule = monitored.find((o) => o.kind === "PrometheusRule");
+      assert.equal(rule?.metadata.namespace, "prod");
     },
   );
 });

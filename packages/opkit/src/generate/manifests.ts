@@ -532,21 +532,29 @@ export async function removeStale(dir: string, keep: ReadonlySet<string>, sub = 
 
 /**
  * Write a kustomize base: one YAML file per object group (namespace.yaml, crds/<name>.yaml, rbac.yaml,
- * manager.yaml, service.yaml, …) and a kustomization.yaml listing them. Returns the files written.
+ * manager.yaml, service.yaml, …) and a kustomization.yaml listing them; `extraFiles` (path → content)
+ * are written beside them, outside the base. Returns the files written.
  */
-export async function writeKustomize(dir: string, objects: readonly KubeObject[]): Promise<string[]> {
+export async function writeKustomize(
+  dir: string,
+  objects: readonly KubeObject[],
+  extraFiles: ReadonlyMap<string, string> = new Map(),
+): Promise<string[]> {
   const files = groupByFile(objects);
   const written: string[] = [];
   for (const [file, objs] of files) {
     await writeIfChanged(join(dir, file), GENERATED_HEADER + toYamlStream(objs));
     written.push(file);
   }
+  // Written beside the base but not part of it (e.g. monitoring/: a PrometheusRule needs a CRD the
+  // cluster may not have), so `kubectl apply -k` never depends on them.
+  for (const [file, content] of extraFiles) await writeIfChanged(join(dir, file), content);
   const kustomization = {
     apiVersion: "kustomize.config.k8s.io/v1beta1",
     kind: "Kustomization",
     resources: written,
   };
   await writeIfChanged(join(dir, "kustomization.yaml"), GENERATED_HEADER + toYaml(kustomization));
-  await removeStale(dir, new Set([...written, "kustomization.yaml"]));
-  return [...written, "kustomization.yaml"];
+  await removeStale(dir, new Set([...written, "kustomization.yaml", ...extraFiles.keys()]));
+  return [...written, "kustomization.yaml", ...extraFiles.keys()];
 }

@@ -190,6 +190,7 @@ export class Manager {
           isTransient(err) ? "list/watch not ready yet; retrying" : "list/watch failed",
         ),
     });
+    this.metrics.trackInformers(() => this.cache.health());
     this.done = new Promise((r) => (this.resolveDone = r));
     if (opts.webhook) {
       const server = new WebhookServer({

@@ -69,6 +69,25 @@ export interface ObservableQueue {
   longestRunningMs(): number;
 }
 
+/**
+ * What the scrape-time informer metrics read of one informer (the cache's `health()` entries satisfy
+ * it). Counters are cumulative since the informer started.
+ */
+export interface ObservableInformer {
+  /** The kind, as the cache names it (e.g. "apps/v1/Deployment"). */
+  kind: string;
+  /** The namespace the informer watches (absent: all). */
+  namespace?: string;
+  /** Whether the first list completed. */
+  synced: boolean;
+  /** Objects held. */
+  objects: number;
+  /** Watch requests opened so far, the first included. */
+  watchRequests: number;
+  /** Lists after the first (410 Gone). */
+  relists: number;
+}
+
 /** Options of a `Metrics` registry. */
 export interface MetricsOptions {
   /** Register Node's process_* and nodejs_* metrics (default true). */
@@ -91,6 +110,7 @@ const REST_BUCKETS = [0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60];
 const WEBHOOK_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
 type QueueLabels = "name" | "controller";
+type InformerLabels = "kind" | "namespace";
 
 /**
  * The operator's Prometheus metrics, one registry per manager, with controller-runtime's and client-go's
@@ -105,6 +125,7 @@ export class Metrics {
   readonly registry: Registry;
   readonly #clock: Clock;
   readonly #queues = new Map<string, ObservableQueue>();
+  readonly #informerSources = new Set<() => readonly ObservableInformer[]>();
 
   readonly #reconcileTotal: Counter<"controller" | "result">;
   readonly #reconcileErrors: Counter<"controller">;
@@ -129,6 +150,11 @@ export class Metrics {
   readonly #webhookRequests: Counter<"webhook" | "code">;
   readonly #webhookLatency: Histogram<"webhook">;
   readonly #webhookInFlight: Gauge<"webhook">;
+
+  readonly #informerObjects: Gauge<InformerLabels>;
+  readonly #informerSynced: Gauge<InformerLabels>;
+  readonly #watchRestarts: Counter<InformerLabels>;
+  readonly #relists: Counter<InformerLabels>;
 
   constructor(options: MetricsOptions = {}) {
     this.registry = new Registry();
@@ -278,6 +304,56 @@ export class Metrics {
       labelNames: ["webhook"],
       registers,
     });
+
+    // opkit's own informer metrics (client-go exports none per informer), read from the caches at scrape
+    // time: a watch that reconnects in a loop or a kind that relists over and over shows here, and so
+    // does the size of every cache. The counters are the informers' own totals, reset at each scrape
+    // so that a removed informer's series disappear.
+    const informers = (): Array<{ labels: Record<InformerLabels, string>; i: ObservableInformer }> =>
+      [...this.#informerSources].flatMap((source) =>
+        source().map((i) => ({ labels: { kind: i.kind, namespace: i.namespace ?? "" }, i })),
+      );
+    this.#informerObjects = new Gauge({
+      name: "opkit_informer_objects",
+      help: "Objects held in the informer's cache, by kind and watched namespace (empty: all).",
+      labelNames: ["kind", "namespace"],
+      registers,
+      collect: () => {
+        this.#informerObjects.reset();
+        for (const { labels, i } of informers()) this.#informerObjects.set(labels, i.objects);
+      },
+    });
+    this.#informerSynced = new Gauge({
+      name: "opkit_informer_synced",
+      help: "1 once the informer's first list completed, else 0.",
+      labelNames: ["kind", "namespace"],
+      registers,
+      collect: () => {
+        this.#informerSynced.reset();
+        for (const { labels, i } of informers()) this.#informerSynced.set(labels, i.synced ? 1 : 0);
+      },
+    });
+    this.#watchRestarts = new Counter({
+      name: "opkit_informer_watch_restarts_total",
+      help: "Watches the informer reopened after its first (stream ended, broke, or went silent).",
+      labelNames: ["kind", "namespace"],
+      registers,
+      collect: () => {
+        this.#watchRestarts.reset();
+        for (const { labels, i } of informers())
+          this.#watchRestarts.inc(labels, Math.max(0, i.watchRequests - 1));
+      },
+    });
+    this.#relists = new Counter({
+      name: "opkit_informer_relists_total",
+      help: "Full lists after the first (the watch's resourceVersion expired: 410 Gone).",
+      labelNames: ["kind", "namespace"],
+      registers,
+      collect: () => {
+        this.#relists.reset();
+        for (const { labels, i } of informers()) this.#relists.inc(labels, i.relists);
+      },
+    });
   }
 
   /** The exposition text for a scrape. */
@@ -417,9 +493,37 @@ export class Metrics {
     };
   }
 
+  /**
+   * Export opkit_informer_objects, opkit_informer_synced, opkit_informer_watch_restarts_total and
+   * opkit_informer_relists_total for the informers `source` lists, read at every scrape (the manager
+   * passes its cache's `health()`). Returns a function that stops tracking them.
+   */
+  trackInformers(source: () => readonly ObservableInformer[]): () => void {
+    this.#informerSources.add(source);
+    return () => {
+      this.#informerSources.delete(source);
+    };
+  }
+
   /** A callback for LeaderElector's `onLeaderStatus`: 1 while leading the named lease, else 0. */
   leaderStatus(name: string): (leading: boolean) => void {
     this.#leader.set({ name }, 0);
     return (leading) => this.#leader.set({ name }, leading ? 1 : 0);
   }
 }
+
+export {
+  ExpositionParseError,
+  ScrapeError,
+  parseExposition,
+  scrape,
+  type Sample,
+  type ScrapeOptions,
+} from "./exposition.ts";
+export {
+  histogramQuantile,
+  summarizeOperator,
+  type ControllerSummary,
+  type InformerSummary,
+  type OperatorSummary,
+} from "./summary.ts";

@@ -127,3 +127,33 @@ test("leader status gauge and process metrics", async () => {
   const { register } = await import("prom-client");
   assert.equal(register.getSingleMetric("controller_runtime_reconcile_total"), undefined);
 });
+
+test("informer metrics are read from their source at each scrape; an untracked source's series vanish", async () => {
+  const m = new Metrics({ processMetrics: false });
+  const informers = [
+    { kind: "v1/Pod", synced: true, objects: 12, watchRequests: 1, relists: 0 },
+    { kind: "apps/v1/Deployment", namespace: "a", synced: false, objects: 0, watchRequests: 4, relists: 2 },
+  ];
+  const untrack = m.trackInformers(() => informers);
+  let text = await m.text();
+  assert.equal(sample(text, 'opkit_informer_objects{kind="v1/Pod",namespace=""}'), 12);
+  assert.equal(sample(text, 'opkit_informer_synced{kind="v1/Pod",namespace=""}'), 1);
+  assert.equal(sample(text, 'opkit_informer_watch_restarts_total{kind="v1/Pod",namespace=""}'), 0);
+  assert.equal(sample(text, 'opkit_informer_synced{kind="apps/v1/Deployment",namespace="a"}'), 0);
+  // The first watch is not a restart.
+  assert.equal(
+    sample(text, 'opkit_informer_watch_restarts_total{kind="apps/v1/Deployment",namespace="a"}'),
+    3,
+  );
+  assert.equal(sample(text, 'opkit_informer_relists_total{kind="apps/v1/Deployment",namespace="a"}'), 2);
+
+  informers[0]!.objects = 13;
+  informers[0]!.watchRequests = 3;
+  text = await m.text();
+  assert.equal(sample(text, 'opkit_informer_objects{kind="v1/Pod",namespace=""}'), 13);
+  assert.equal(sample(text, 'opkit_informer_watch_restarts_total{kind="v1/Pod",namespace=""}'), 2);
+
+  untrack();
+  text = await m.text();
+  assert.equal(sample(text, 'opkit_informer_objects{kind="v1/Pod",namespace=""}'), undefined);
+});

@@ -11,11 +11,11 @@ import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import { KubeClient } from "../client/client.ts";
+import { installCrds } from "../client/crds.ts";
 import { NotFoundError } from "../client/errors.ts";
 import { kindRef, type KubeObject } from "../client/types.ts";
 import type { Node } from "../client/builtins.ts";
 import { COMPONENTS, ControlPlane, type ComponentName, type UpOptions } from "./controlplane.ts";
-import { eventually } from "./eventually.ts";
 import type { NodeSpec } from "./nodes.ts";
 import { isRunning } from "./processes.ts";
 import { kubeConfigVia, startTcpProxy, type TcpProxy } from "./proxy.ts";
@@ -54,6 +54,7 @@ export interface TestEnv {
   /** Create a namespace with a unique name (prefix + random suffix); deleted by `cleanup`. */
   namespace(prefix?: string): Promise<string>;
   /** Create or update CRDs and wait until the API server serves them. */
+  /** Apply CRDs and wait until each is Established and every served version answers (see `installCrds`). */
   installCrds(crds: KubeObject[]): Promise<void>;
   /** Stop and start one component, e.g. to test that an operator survives an API server restart. */
   restart(component: ComponentName): Promise<void>;
@@ -85,10 +86,6 @@ export interface TestEnv {
 }
 
 const Namespaces = kindRef<KubeObject>("v1", "Namespace");
-const Crds = kindRef<KubeObject & { status?: { conditions?: { type: string; status: string }[] } }>(
-  "apiextensions.k8s.io/v1",
-  "CustomResourceDefinition",
-);
 
 let shared: Promise<TestEnv> | undefined;
 
@@ -146,24 +143,7 @@ async function openTestEnv(opts: EnvOptions): Promise<TestEnv> {
       namespaces.push(name);
       return name;
     },
-    async installCrds(crds) {
-      for (const crd of crds) {
-        await client.apply(crd, { force: true });
-      }
-      for (const crd of crds) {
-        const name = crd.metadata.name ?? "";
-        await eventually(
-          `CRD ${name} Established`,
-          async () =>
-            (await client.get(Crds, name)).status?.conditions?.some(
-              (c) => c.type === "Established" && c.status === "True",
-            ),
-          30_000,
-          100,
-        );
-      }
-      client.mapper.invalidate();
-    },
+    installCrds: (crds) => installCrds(client, crds),
     restart: (c) => cp.restart(c),
     async addNodes(specs) {
       nodes.push(...specs.map((s) => s.name));
