@@ -6,7 +6,16 @@
  * or generates randomness; the controller supplies the credentials (src/credentials.ts).
  */
 import { createHash } from "node:crypto";
-import type { ConfigMap, DeepReadonly, Deployment, Ingress, PersistentVolumeClaim, Secret, Service, StatefulSet } from "opkit";
+import type {
+  ConfigMap,
+  DeepReadonly,
+  Deployment,
+  Ingress,
+  PersistentVolumeClaim,
+  Secret,
+  Service,
+  StatefulSet,
+} from "opkit";
 import type { WebAppObject } from "./api/v1alpha1/webapp.ts";
 import { TIER_SETTINGS, type TierSettings } from "./tiers.ts";
 
@@ -191,7 +200,10 @@ export function storageSignature(
   }>[],
 ): string {
   return templates
-    .map((t) => `${t.metadata?.name ?? ""}=${String(t.spec?.resources?.requests?.storage ?? "")}`)
+    .map((t) => {
+      const size = t.spec?.resources?.requests?.storage;
+      return `${t.metadata?.name ?? ""}=${typeof size === "string" || typeof size === "number" ? size : ""}`;
+    })
     .sort()
     .join(",");
 }

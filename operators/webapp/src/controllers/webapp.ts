@@ -149,7 +149,7 @@ export function webAppController() {
           reason,
           message,
           observedGeneration: app.metadata.generation,
-        }).conditions as Condition[];
+        }).conditions;
       };
       const writeStatus = (created: boolean) =>
         updateStatusIfChanged(ctx.client, app, {
@@ -177,7 +177,7 @@ export function webAppController() {
 
       try {
         const creds = await ensureCredentials(ctx, app);
-        conditions = removeCondition(conditions, CONFLICT).conditions as Condition[];
+        conditions = removeCondition(conditions, CONFLICT).conditions;
         const n = names(app);
 
         // The StatefulSet: replaced when its volume claim templates must change (see the file's comment).
@@ -189,7 +189,7 @@ export function webAppController() {
             ownerText(live),
           );
         }
-        let replacing = Boolean(live?.metadata.deletionTimestamp);
+        const replacing = Boolean(live?.metadata.deletionTimestamp);
         if (live && !replacing) {
           const from = storageSignature(live.spec?.volumeClaimTemplates ?? []) || "ephemeral";
           const to = storageSignature(claimTemplates(app)) || "ephemeral";
