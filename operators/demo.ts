@@ -19,8 +19,9 @@ import type { DemoContext, DemoEntry, DemoRow } from "./demo/entry.ts";
 import { demo as appservice } from "./appservice/demo.ts";
 import { demo as jobwatcher } from "./jobwatcher/demo.ts";
 import { demo as memcached } from "./memcached/demo.ts";
+import { demo as webapp } from "./webapp/demo.ts";
 
-const entries: DemoEntry[] = [appservice, memcached, jobwatcher];
+const entries: DemoEntry[] = [appservice, memcached, jobwatcher, webapp];
 const keep = process.env.KEEP === "1";
 const timeoutS = Number(process.env.DEMO_TIMEOUT_S ?? 300);
 const namespace = "demo";
