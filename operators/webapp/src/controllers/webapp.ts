@@ -17,9 +17,11 @@ import {
   AlreadyExistsError,
   CacheNotSyncedError,
   ConfigMaps,
+  ConflictError,
   Deployments,
   Ingresses,
   MANAGER_LABEL,
+  NotFoundError,
   OWNER_UID_LABEL,
   RetryTracker,
   Secrets,
@@ -194,11 +196,18 @@ export function webAppController() {
           const from = storageSignature(live.spec?.volumeClaimTemplates ?? []) || "ephemeral";
           const to = storageSignature(claimTemplates(app)) || "ephemeral";
           if (from !== to) {
-            await ctx.client.delete(StatefulSets, n.statefulSet, {
-              namespace: app.metadata.namespace,
-              propagationPolicy: "Orphan",
-              preconditions: { uid: live.metadata.uid },
-            });
+            try {
+              await ctx.client.delete(StatefulSets, n.statefulSet, {
+                namespace: app.metadata.namespace,
+                propagationPolicy: "Orphan",
+                preconditions: { uid: live.metadata.uid },
+              });
+            } catch (err) {
+              // The cache lags: the old one is already gone, or a new one took the name. Its event is on
+              // the way and wakes this WebApp again.
+              if (err instanceof NotFoundError || err instanceof ConflictError) return;
+              throw err;
+            }
             const note = `the database storage changes (${from} -> ${to}), which a StatefulSet cannot update: replacing StatefulSet ${n.statefulSet}; its pod and volume claims are kept and adopted by the new one`;
             ctx.log.info({ statefulSet: n.statefulSet, from, to }, "replacing the database StatefulSet");
             await ctx.recorder.record(app, {
