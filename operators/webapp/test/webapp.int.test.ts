@@ -174,7 +174,7 @@ describe("WebApp operator", () => {
     );
   });
 
-  it("dev -> prod replaces the StatefulSet; its claim binds and the database runs on it", async () => {
+  it("dev -> prod replaces the StatefulSet, its claim binds and the database runs on it; back to dev keeps the claim", async () => {
     const before = await get(StatefulSets, `${NAME}-db`);
     await env.client.patch(
       WebApp,
@@ -210,6 +210,26 @@ describe("WebApp operator", () => {
     const events = (await env.client.list(EventsV1, { namespace: ns })).items;
     assert.ok(events.some((e) => e.regarding.uid === uid && e.reason === "ReplacingStatefulSet"));
     assert.deepEqual(await secret(), secretData, "the credentials are kept across the replacement");
+
+    // Back to dev: the claim template goes, the claim stays with its data and is handed to the WebApp.
+    await env.client.patch(
+      WebApp,
+      NAME,
+      { spec: { deploymentTier: "dev" } },
+      { type: "merge", namespace: ns },
+    );
+    await eventually("a new StatefulSet without claim templates", async () => {
+      const s = await get(StatefulSets, `${NAME}-db`);
+      return s && s.metadata.uid !== after.metadata.uid && !s.spec?.volumeClaimTemplates?.length;
+    });
+    await ready(NAME, 45_000);
+    const kept = await get(PersistentVolumeClaims, `data-${NAME}-db-0`);
+    assert.equal(kept?.status?.phase, "Bound", "the claim and its data are kept");
+    assert.deepEqual(
+      kept.metadata.ownerReferences?.map((r) => r.uid),
+      [uid],
+      "owned by the WebApp alone",
+    );
   });
 
   it("deleting the WebApp removes everything, the claim too", async () => {

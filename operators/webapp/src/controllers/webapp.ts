@@ -23,11 +23,13 @@ import {
   MANAGER_LABEL,
   NotFoundError,
   OWNER_UID_LABEL,
+  PersistentVolumeClaims,
   RetryTracker,
   Secrets,
   Services,
   StatefulSets,
   controller,
+  controllerReferenceTo,
   generationChanged,
   getControllerOf,
   isChildReady,
@@ -45,6 +47,7 @@ import {
   type KubeObject,
   type ReconcileContext,
   type Secret,
+  type StatefulSet,
 } from "opkit";
 import { WebApp, type WebAppObject } from "../api/v1alpha1/webapp.ts";
 import { credentialsFrom, generateCredentials } from "../credentials.ts";
@@ -129,6 +132,35 @@ async function ensureCredentials(ctx: ReconcileContext, app: App): Promise<Crede
   return credentialsFrom(live);
 }
 
+/**
+ * Add the WebApp as a (non-controller) owner of the claims a StatefulSet made from its templates. A
+ * strategic merge patch adds the reference next to the StatefulSet's own, which the orphaning delete
+ * then removes; a claim that does not exist is skipped.
+ */
+async function keepClaimsWithWebApp(
+  ctx: ReconcileContext,
+  app: App,
+  sts: DeepReadonly<StatefulSet>,
+): Promise<void> {
+  const ref = { ...controllerReferenceTo(app), controller: false, blockOwnerDeletion: false };
+  const replicas = sts.spec?.replicas ?? 1;
+  for (const template of sts.spec?.volumeClaimTemplates ?? []) {
+    for (let i = 0; i < replicas; i++) {
+      const claim = `${template.metadata?.name ?? ""}-${sts.metadata.name ?? ""}-${i}`;
+      try {
+        await ctx.client.patch(
+          PersistentVolumeClaims,
+          claim,
+          { metadata: { ownerReferences: [ref] } },
+          { type: "strategic", namespace: app.metadata.namespace },
+        );
+      } catch (err) {
+        if (!(err instanceof NotFoundError)) throw err;
+      }
+    }
+  }
+}
+
 export function webAppController() {
   const retries = new RetryTracker();
   return controller("webapp")
@@ -196,6 +228,9 @@ export function webAppController() {
           const from = storageSignature(live.spec?.volumeClaimTemplates ?? []) || "ephemeral";
           const to = storageSignature(claimTemplates(app)) || "ephemeral";
           if (from !== to) {
+            // Claims no template will use any more stay (their data is never deleted by a tier change)
+            // and get the WebApp as owner, so deleting the WebApp still removes them.
+            if (to === "ephemeral") await keepClaimsWithWebApp(ctx, app, live);
             try {
               await ctx.client.delete(StatefulSets, n.statefulSet, {
                 namespace: app.metadata.namespace,
