@@ -88,11 +88,14 @@ export const OWNED_KINDS = [ConfigMaps, Secrets, Services, StatefulSets, Deploym
 
 /** A child's name is taken by an object the WebApp does not control: it is neither adopted nor changed. */
 export class ChildConflictError extends Error {
-  constructor(what: string, owner: string) {
+  /** The child's role, e.g. "secret". */
+  readonly role: Role;
+  constructor(role: Role, what: string, owner: string) {
     super(
       `${what} already exists and is ${owner}; it is left as it is. Delete or rename it, or rename the WebApp`,
     );
     this.name = "ChildConflictError";
+    this.role = role;
   }
 }
 
@@ -128,7 +131,7 @@ async function ensureCredentials(ctx: ReconcileContext, app: App): Promise<Crede
     }
   }
   if (!isControlledBy(live, app))
-    throw new ChildConflictError(`Secret ${namespace}/${name}`, ownerText(live));
+    throw new ChildConflictError("secret", `Secret ${namespace}/${name}`, ownerText(live));
   return credentialsFrom(live);
 }
 
@@ -197,13 +200,17 @@ export function webAppController() {
       if (problems.length > 0) {
         // Only the user can fix this: report it once per spec and wait for the next change of the spec.
         const message = problems.join("; ");
+        const before = app.status?.conditions?.find((c) => c.type === READY);
         set(READY, false, "InvalidSpec", message);
-        await ctx.recorder.record(app, {
-          type: "Warning",
-          reason: "InvalidSpec",
-          action: "Validate",
-          note: message,
-        });
+        // Children's events may still wake it: the Event is recorded when the problem is new.
+        if (before?.reason !== "InvalidSpec" || before.message !== message) {
+          await ctx.recorder.record(app, {
+            type: "Warning",
+            reason: "InvalidSpec",
+            action: "Validate",
+            note: message,
+          });
+        }
         await writeStatus(created);
         retries.forget(id);
         return;
@@ -219,6 +226,7 @@ export function webAppController() {
         const live = ctx.cache.get(StatefulSets, n.statefulSet, { namespace: app.metadata.namespace });
         if (live && !isControlledBy(live, app)) {
           throw new ChildConflictError(
+            "statefulSet",
             `StatefulSet ${app.metadata.namespace ?? ""}/${n.statefulSet}`,
             ownerText(live),
           );
@@ -308,7 +316,7 @@ export function webAppController() {
         if (err instanceof ChildConflictError) {
           // Retried with backoff: the other object may be deleted or renamed, and nothing else wakes us.
           set(CONFLICT, true, "NameTaken", err.message);
-          if (err.message.startsWith("Secret")) set(CHILD_CONDITIONS.secret, false, "Conflict", err.message);
+          set(CHILD_CONDITIONS[err.role], false, "Conflict", err.message);
           set(READY, false, "Conflict", err.message);
           await ctx.recorder.record(app, {
             type: "Warning",
