@@ -7,8 +7,9 @@
  * - the Secret's credentials are generated once (src/credentials.ts) and read back afterwards, and a
  *   Secret of that name the WebApp does not own is never adopted or overwritten (condition Conflict);
  * - a tier change that alters the StatefulSet's volume claim templates, which Kubernetes cannot update,
- *   replaces the StatefulSet: it is deleted with propagation Orphan, so its pod and claims stay, and
- *   created anew, which adopts the pod and rolls it onto the new storage (see README);
+ *   replaces the StatefulSet: deleted with propagation Orphan when it has claims (the pod and claims
+ *   stay and the new one adopts them), with propagation Background when its storage was ephemeral
+ *   (nothing to keep, and a pod's volumes cannot change), then created anew (see README);
  * - a spec the schema let through but the operator cannot act on (src/validation.ts) is reported and
  *   left until the user changes it.
  * Status: the seed's `created` flag, one condition per child's readiness, and Ready.
@@ -239,10 +240,13 @@ export function webAppController() {
             // Claims no template will use any more stay (their data is never deleted by a tier change)
             // and get the WebApp as owner, so deleting the WebApp still removes them.
             if (to === "ephemeral") await keepClaimsWithWebApp(ctx, app, live);
+            // From ephemeral storage there is nothing to keep, and an adopted pod could never be moved
+            // onto claims (a pod's volumes are immutable): the old pod goes with the old StatefulSet.
+            const keep = from !== "ephemeral";
             try {
               await ctx.client.delete(StatefulSets, n.statefulSet, {
                 namespace: app.metadata.namespace,
-                propagationPolicy: "Orphan",
+                propagationPolicy: keep ? "Orphan" : "Background",
                 preconditions: { uid: live.metadata.uid },
               });
             } catch (err) {
@@ -251,7 +255,7 @@ export function webAppController() {
               if (err instanceof NotFoundError || err instanceof ConflictError) return;
               throw err;
             }
-            const note = `the database storage changes (${from} -> ${to}), which a StatefulSet cannot update: replacing StatefulSet ${n.statefulSet}; its pod and volume claims are kept and adopted by the new one`;
+            const note = `the database storage changes (${from} -> ${to}), which a StatefulSet cannot update: replacing StatefulSet ${n.statefulSet}; ${keep ? "its pod and volume claims are kept and adopted by the new one" : "its pod had ephemeral storage only and is replaced"}`;
             ctx.log.info({ statefulSet: n.statefulSet, from, to }, "replacing the database StatefulSet");
             await ctx.recorder.record(app, {
               type: "Normal",
