@@ -5,7 +5,7 @@
  * generated CRD:
  * - seed 004's sample (example 11-2), applied unchanged, yields the six kinds of children, owned by
  *   the WebApp, with Running pods, `created` and every child's condition True;
- * - the Secret's credentials survive reconciles, and are never logged;
+ * - the Secret's credentials survive reconciles and an operator restart, and are never logged;
  * - changing replicas or image rolls the Deployment;
  * - dev -> prod replaces the StatefulSet (claim templates cannot change in place) and the claim binds;
  * - deleting the WebApp removes everything, the claim too;
@@ -52,6 +52,8 @@ describe("WebApp operator", () => {
   let ns: string;
   let project: OperatorProject;
   let op: OperatorProcess;
+  /** The output of operator processes stopped by a test. */
+  const earlier: string[] = [];
   let uid = "";
   let secretData: Record<string, string> = {};
 
@@ -145,7 +147,7 @@ describe("WebApp operator", () => {
     assert.ok(secretData.password && secretData.username);
   });
 
-  it("changing replicas or image rolls the Deployment; the Secret survives every reconcile", async () => {
+  it("changing replicas or image rolls the Deployment; the Secret survives reconciles and a restart", async () => {
     await env.client.patch(WebApp, NAME, { spec: { webAppReplicas: 3 } }, { type: "merge", namespace: ns });
     await eventually("3 app pods Running", async () => (await running("app")).length === 3);
     await ready();
@@ -165,10 +167,19 @@ describe("WebApp operator", () => {
     });
     await ready();
     assert.deepEqual(await secret(), secretData, "the credentials are the ones generated first");
+
+    // A new operator process has nothing in memory: it reads the credentials back, never makes new ones.
+    earlier.push(...op.output);
+    await op.stop();
+    op = await project.start();
+    await env.client.patch(WebApp, NAME, { spec: { webAppReplicas: 2 } }, { type: "merge", namespace: ns });
+    await eventually("2 app pods Running", async () => (await running("app")).length === 2);
+    await ready();
+    assert.deepEqual(await secret(), secretData, "the credentials survive an operator restart");
     const password = Buffer.from(secretData.password ?? "", "base64").toString();
     assert.ok(password.length >= 32);
     assert.deepEqual(
-      op.output.filter((l) => l.includes(password)),
+      [...earlier, ...op.output].filter((l) => l.includes(password)),
       [],
       "the password never appears in the operator's output",
     );
@@ -321,7 +332,7 @@ describe("WebApp operator", () => {
 
   it("ran with its generated RBAC and was never refused", () => {
     assert.deepEqual(
-      op.output.filter((l) => /forbidden/i.test(l)),
+      [...earlier, ...op.output].filter((l) => /forbidden/i.test(l)),
       [],
     );
   });
