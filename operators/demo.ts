@@ -20,8 +20,10 @@ import { demo as acmeNamespace } from "./acme-namespace/demo.ts";
 import { demo as appservice } from "./appservice/demo.ts";
 import { demo as jobwatcher } from "./jobwatcher/demo.ts";
 import { demo as memcached } from "./memcached/demo.ts";
+import { demo as scheduler } from "./scheduler/demo.ts";
+import { demo as webapp } from "./webapp/demo.ts";
 
-const entries: DemoEntry[] = [appservice, memcached, jobwatcher, acmeNamespace];
+const entries: DemoEntry[] = [appservice, memcached, jobwatcher, acmeNamespace, webapp, scheduler];
 const keep = process.env.KEEP === "1";
 const timeoutS = Number(process.env.DEMO_TIMEOUT_S ?? 300);
 const namespace = "demo";

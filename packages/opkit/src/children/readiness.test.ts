@@ -39,17 +39,28 @@ describe("built-in readiness", () => {
     assert.equal(isChildReady(deployment(1, 0, { observedGeneration: 1 })), true, "scaled to zero");
   });
 
-  it("StatefulSet: ready replicas reach the spec", () => {
-    const sts = (ready: number) =>
+  it("StatefulSet: ready replicas reach the spec, all of the update revision", () => {
+    const sts = (ready: number, updated = ready, spec: object = {}, current = "s-2") =>
       ({
         apiVersion: "apps/v1",
         kind: "StatefulSet",
         metadata: { name: "s", generation: 1 },
-        spec: { replicas: 2 },
-        status: { observedGeneration: 1, readyReplicas: ready },
+        spec: { replicas: 2, ...spec },
+        status: {
+          observedGeneration: 1,
+          readyReplicas: ready,
+          updatedReplicas: updated,
+          currentRevision: current,
+          updateRevision: "s-2",
+        },
       }) as KubeObject;
     assert.equal(isChildReady(sts(1)), false);
     assert.equal(isChildReady(sts(2)), true);
+    assert.equal(isChildReady(sts(2, 1)), false, "an old pod, ready, not yet replaced");
+    assert.equal(isChildReady(sts(2, 2, {}, "s-1")), false, "the rolling update has not finished");
+    const partitioned = { updateStrategy: { type: "RollingUpdate", rollingUpdate: { partition: 1 } } };
+    assert.equal(isChildReady(sts(2, 1, partitioned, "s-1")), true, "pods below the partition stay old");
+    assert.equal(isChildReady(sts(2, 0, { updateStrategy: { type: "OnDelete" } })), true);
   });
 
   it("Job: Complete; Pod: Ready", () => {

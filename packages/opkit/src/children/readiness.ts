@@ -40,13 +40,18 @@ export function readinessRule<T extends KubeObject>(
 
 type Workload = DeepReadonly<WorkloadShape>;
 interface WorkloadShape extends KubeObject {
-  spec?: { replicas?: number };
+  spec?: {
+    replicas?: number;
+    updateStrategy?: { type?: string; rollingUpdate?: { partition?: number } };
+  };
   status?: {
     observedGeneration?: number;
     replicas?: number;
     updatedReplicas?: number;
     readyReplicas?: number;
     availableReplicas?: number;
+    currentRevision?: string;
+    updateRevision?: string;
     conditions?: { type: string; status: string }[];
   };
 }
@@ -81,7 +86,15 @@ export const BUILTIN_READINESS: readonly ReadinessRule[] = [
   {
     group: "apps",
     kind: "StatefulSet",
-    isReady: (s: Workload) => observedCurrent(s) && (s.status?.readyReplicas ?? 0) >= wanted(s),
+    // As `kubectl rollout status`, and the pods must be of the update revision (above the partition):
+    // counting ready pods alone calls a StatefulSet ready whose old pods are ready but never replaced.
+    isReady: (s: Workload) => {
+      if (!observedCurrent(s) || (s.status?.readyReplicas ?? 0) < wanted(s)) return false;
+      if ((s.spec?.updateStrategy?.type ?? "RollingUpdate") !== "RollingUpdate") return true;
+      const partition = s.spec?.updateStrategy?.rollingUpdate?.partition ?? 0;
+      if ((s.status?.updatedReplicas ?? 0) < wanted(s) - partition) return false;
+      return partition > 0 || s.status?.updateRevision === s.status?.currentRevision;
+    },
   },
   { group: "batch", kind: "Job", isReady: (j: Workload) => conditionTrue(j, "Complete") },
   { group: "", kind: "Pod", isReady: (p: Workload) => conditionTrue(p, "Ready") },

@@ -4,6 +4,7 @@
  * deployment manifests, so the two can never disagree.
  */
 import type { ExtraPolicyRule } from "../client/builtins.ts";
+import type { KindCacheEntry } from "../cache/cache.ts";
 import type { KindRef, KubeObject } from "../client/types.ts";
 import type { Controller } from "../controller/controller.ts";
 import { createLogger, type Logger } from "../logging/index.ts";
@@ -52,6 +53,12 @@ export interface OperatorDefinition {
   extraRules?: readonly ExtraPolicyRule[];
   /** Restrict caches to one namespace (least privilege: Roles instead of ClusterRoles). */
   watchNamespace?: string;
+  /**
+   * Per-kind cache options, e.g. `[cacheKind(Secrets, { labelSelector: "opkit.dev/manager=my-op" })]`
+   * so the operator caches its own Secrets, not every Secret of the cluster. Reads the cache cannot
+   * answer (an object outside the selector) go to the API server.
+   */
+  cacheKinds?: readonly KindCacheEntry[];
   /**
    * Admission and conversion webhooks (`validator`, `defaulter`, `conversion`): served by the manager,
    * and `opkit generate` derives the webhook configurations, CRD conversion and Service from them.
@@ -117,10 +124,12 @@ export function managerOptionsFromFlags(
     leaderElection: flags.leaderElect ? { name: def.name } : false,
     cache:
       namespaces.length === 1
-        ? { namespace: namespaces[0] }
+        ? { namespace: namespaces[0], kinds: def.cacheKinds }
         : namespaces.length > 1
-          ? { namespaces }
-          : undefined,
+          ? { namespaces, kinds: def.cacheKinds }
+          : def.cacheKinds
+            ? { kinds: def.cacheKinds }
+            : undefined,
     metrics: flags.metricsBindAddress,
     health: flags.healthProbeBindAddress,
     webhook:
