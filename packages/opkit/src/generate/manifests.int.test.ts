@@ -22,7 +22,7 @@ import { eventually } from "../testenv/eventually.ts";
 import { rbacFor, resolverFromClient, type PolicyRule } from "./rbac.ts";
 import { manifestsFor, writeKustomize } from "./manifests.ts";
 import { writeHelmChart } from "./helm.ts";
-import { grafanaDashboard } from "./monitoring.ts";
+import { grafanaDashboard, prometheusRule } from "./monitoring.ts";
 import { ensureHelm, helmTemplate } from "../testenv/helm.ts";
 
 const script = fileURLToPath(new URL("../manager/testdata/copy-operator.ts", import.meta.url));
@@ -311,6 +311,11 @@ describe("generated manifests", () => {
       );
       const rule = monitored.find((o) => o.kind === "PrometheusRule");
       assert.equal(rule?.metadata.namespace, "prod");
+      // Prometheus' own templates in the alerts come out of Helm untouched.
+      assert.deepEqual(rule, {
+        ...prometheusRule({ name: "gen-op", namespace: ns }),
+        metadata: { ...rule?.metadata },
+      });
     },
   );
 });

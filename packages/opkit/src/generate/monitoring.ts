@@ -302,7 +302,11 @@ export function helmMonitoringFiles(input: MonitoringInput): Map<string, string>
     },
   };
   rule.metadata.namespace = "NAMESPACE";
-  const body = toYamlStream([configMap, rule]).split("namespace: NAMESPACE").join(`namespace: ${ns}`);
+  const body = toYamlStream([configMap, rule])
+    .split("namespace: NAMESPACE")
+    .join(`namespace: ${ns}`)
+    // The alerts' own templates ({{ $labels.x }}) are Prometheus', not Helm's: emit them literally.
+    .replace(/\{\{ (\$labels\.\w+) \}\}/g, "{{`{{ $1 }}`}}");
   // The ConfigMap's data is the dashboard file, included by Helm so the JSON is kept once.
   const data = `data:\n  ${input.name}.json: |-\n{{ .Files.Get "dashboards/grafana-dashboard.json" | indent 4 }}\n`;
   const [cm, ...rest] = body.split("\n---\n");
