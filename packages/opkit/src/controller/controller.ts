@@ -280,12 +280,14 @@ export class Controller<T extends KubeObject = KubeObject> {
   }
 
   private applyResult(key: string, result: Result, queue: WorkQueue<string>): ReconcileOutcome {
-    if (result && "requeueAfterMs" in result) {
+    // A delay that is not positive (0, negative, NaN: often a computed deadline already past) would
+    // requeue at once, forever, with no backoff: it is retried as `requeue()` instead.
+    if (result && "requeueAfterMs" in result && result.requeueAfterMs > 0) {
       queue.forget(key);
       queue.addAfter(key, result.requeueAfterMs);
       return "requeue_after";
     }
-    if (result && "requeue" in result) {
+    if (result && ("requeue" in result || "requeueAfterMs" in result)) {
       queue.addRateLimited(key);
       return "requeue";
     }
