@@ -10,7 +10,7 @@ import { kindRef, type KubeList, type KubeObject, type WatchEvent } from "../cli
 import { FakeClock } from "../clock/index.ts";
 import { createLogger } from "../logging/index.ts";
 import { controller } from "./builder.ts";
-import type { Result } from "./reconcile.ts";
+import type { ReconcileContext, Result } from "./reconcile.ts";
 
 const ConfigMaps = kindRef<KubeObject>("v1", "ConfigMap");
 
@@ -35,26 +35,43 @@ const oneObject: ListWatcher = {
     }),
 };
 
-// Only what a controller touches of its client when nothing in the test writes.
-const fakeClient = {
-  fieldManager: "test",
-  mapping: () => Promise.resolve({ namespaced: true }),
-  withDefaults(): KubeClient {
-    return this as unknown as KubeClient;
-  },
-} as unknown as KubeClient;
+/**
+ * Only what a controller touches of its client: the REST mapping, views with defaults, and creates
+ * (kept in `created`; a create whose signal has fired fails, as a real request would).
+ */
+function fakeClient(created: KubeObject[] = [], signal?: AbortSignal): KubeClient {
+  return {
+    fieldManager: "test",
+    mapping: () => Promise.resolve({ namespaced: true }),
+    withDefaults: (defaults: { signal?: AbortSignal }) =>
+      fakeClient(
+        created,
+        defaults.signal ? AbortSignal.any([signal, defaults.signal].filter((s) => s !== undefined)) : signal,
+      ),
+    create: (obj: KubeObject) => {
+      if (signal?.aborted) return Promise.reject(new Error("request aborted"));
+      created.push(obj);
+      return Promise.resolve(obj);
+    },
+  } as unknown as KubeClient;
+}
 
-async function runController(reconcile: (run: number) => Result, clock: FakeClock) {
+async function runController(
+  reconcile: (run: number, ctx: ReconcileContext) => Result | Promise<Result>,
+  clock: FakeClock,
+  client = fakeClient(),
+) {
   const cache = new Cache(oneObject, { clock, streamingList: false, resyncPeriodMs: 0 });
   let runs = 0;
   const c = controller("result-test")
     .for(ConfigMaps)
-    .reconcile(() => reconcile(++runs));
-  await c.setup({ client: fakeClient, cache, logger: createLogger({ level: "silent" }), clock });
+    .reconcile((_req, ctx) => reconcile(++runs, ctx));
+  await c.setup({ client, cache, logger: createLogger({ level: "silent" }), clock });
   cache.start();
   await cache.waitForSync();
   c.start();
   return {
+    controller: c,
     runs: () => runs,
     stop: async () => {
       await c.stop(0);
@@ -79,5 +96,40 @@ describe("controller results", () => {
       assert.equal(atOnce, 1, `requeueAfter(${bad}): runs without any time passing`);
       assert.equal(after5ms, 2, `requeueAfter(${bad}): runs after the first backoff step`);
     }
+  });
+});
+
+describe("controller abort (leadership lost)", () => {
+  it("a reconcile that ignores its aborted signal cannot record an Event afterwards", async () => {
+    const clock = new FakeClock();
+    const created: KubeObject[] = [];
+    let resume: () => void = () => undefined;
+    const gate = new Promise<void>((r) => (resume = r));
+    let recorded: Promise<void> | undefined;
+    const ctl = await runController(
+      async (_run, ctx) => {
+        await gate; // ignores ctx.signal, as a slow reconcile may
+        recorded = ctx.recorder.record(
+          { apiVersion: "v1", kind: "ConfigMap", metadata: { namespace: "ns", name: "a", uid: "u1" } },
+          { type: "Normal", reason: "Copied", action: "Reconcile" },
+        );
+        await recorded;
+      },
+      clock,
+      fakeClient(created),
+    );
+    for (let i = 0; i < 20; i++) await tick();
+    assert.equal(ctl.runs(), 1);
+    // Another replica leads from here on: nothing this one does may reach the API server.
+    ctl.controller.abort(new Error("leadership lost"));
+    resume();
+    for (let i = 0; i < 20; i++) await tick();
+    await recorded;
+    await ctl.stop();
+    assert.deepEqual(
+      created.map((e) => (e as { reason?: string }).reason),
+      [],
+      "no Event written after the abort",
+    );
   });
 });
