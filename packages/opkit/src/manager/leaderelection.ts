@@ -216,8 +216,10 @@ export class LeaderElector {
   private async campaign(callbacks: LeaderCallbacks, stop: AbortSignal): Promise<void> {
     const acquired = await this.acquire(callbacks, stop);
     if (!acquired) {
-      // Stopped while an attempt was in flight: it may still have won the Lease for us.
-      if (this.release) await this.releaseLease();
+      // Stopped while an attempt was in flight: it may still have won the Lease for us. Nothing ever
+      // ran under it, so give it back whatever `release` says, or successors wait a lease duration.
+      // (The stop aborts the attempt's requests, so this waits for no slow server.)
+      await this.releaseLease();
       return;
     }
 
@@ -247,7 +249,7 @@ export class LeaderElector {
   private async acquire(callbacks: LeaderCallbacks, stop: AbortSignal): Promise<boolean> {
     this.logger?.info("attempting to acquire leader lease");
     while (!stop.aborted) {
-      const attempt = this.tryAcquireOrRenew();
+      const attempt = this.tryAcquireOrRenew(stop);
       const outcome = await this.race(attempt, Infinity, stop);
       if (outcome === "stopped") return false;
       const ok = await attempt;
@@ -302,8 +304,8 @@ export class LeaderElector {
    * One attempt, as client-go's tryAcquireOrRenew: returns true when we hold the Lease afterwards.
    * Never throws; the error is kept for the loss reason.
    */
-  private tryAcquireOrRenew(): Promise<boolean> {
-    const attempt = this.attempt().catch((err: unknown) => {
+  private tryAcquireOrRenew(signal?: AbortSignal): Promise<boolean> {
+    const attempt = this.attempt(signal).catch((err: unknown) => {
       this.lastError = err instanceof Error ? err.message : String(err);
       this.logger?.debug({ err: this.lastError }, "lease attempt failed");
       return false;
@@ -312,7 +314,7 @@ export class LeaderElector {
     return attempt;
   }
 
-  private async attempt(): Promise<boolean> {
+  private async attempt(signal: AbortSignal | undefined): Promise<boolean> {
     const now = this.clock.now();
     const wallNow = microTime(this.wallClock());
     const record: LeaseSpec = {
@@ -328,7 +330,7 @@ export class LeaderElector {
       record.acquireTime = this.observed?.acquireTime ?? wallNow;
       record.leaseTransitions = this.observed?.leaseTransitions ?? 0;
       try {
-        this.setObserved(await this.client.update({ ...this.lastLease, spec: record }));
+        this.setObserved(await this.client.update({ ...this.lastLease, spec: record }, { signal }));
         return true;
       } catch (err) {
         this.logger?.debug({ err: String(err) }, "optimistic renewal failed; reading the lease");
@@ -337,15 +339,18 @@ export class LeaderElector {
 
     let current: Lease;
     try {
-      current = await this.client.get(Leases, this.name, { namespace: this.namespace });
+      current = await this.client.get(Leases, this.name, { namespace: this.namespace, signal });
     } catch (err) {
       if (!(err instanceof NotFoundError)) throw err;
-      const created = await this.client.create<Lease>({
-        apiVersion: Leases.apiVersion,
-        kind: Leases.kind,
-        metadata: { name: this.name, namespace: this.namespace },
-        spec: record,
-      });
+      const created = await this.client.create<Lease>(
+        {
+          apiVersion: Leases.apiVersion,
+          kind: Leases.kind,
+          metadata: { name: this.name, namespace: this.namespace },
+          spec: record,
+        },
+        { signal },
+      );
       this.setObserved(created);
       return true;
     }
@@ -366,7 +371,7 @@ export class LeaderElector {
       record.leaseTransitions = (spec.leaseTransitions ?? 0) + 1;
     }
     // A ConflictError here means another candidate wrote first: it won this round.
-    this.setObserved(await this.client.update({ ...current, spec: record }));
+    this.setObserved(await this.client.update({ ...current, spec: record }, { signal }));
     return true;
   }
 
