@@ -8,13 +8,13 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createConnection } from "node:net";
 import { KubeClient } from "../client/client.ts";
-import { Leases } from "../client/builtins.ts";
 import { NotFoundError } from "../client/errors.ts";
 import { EventsV1 } from "../events/recorder.ts";
 import { kindRef, type KubeObject } from "../client/types.ts";
 import { controller } from "../controller/index.ts";
 import { useTestEnv, type TestEnv } from "../testenv/testing.ts";
 import { eventually } from "../testenv/eventually.ts";
+import { takeOverLease } from "./testdata/takeover.ts";
 import { createLogger } from "../logging/index.ts";
 import { Manager } from "./manager.ts";
 
@@ -180,18 +180,7 @@ describe("manager lifecycle", () => {
       metadata: { name: "trigger", namespace: ns },
     });
     await eventually("the slow reconcile started", () => started, 30_000, 50);
-    const lease = await env.client.get(Leases, "hooked", { namespace: ns });
-    const now = new Date().toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
-    await env.client.update({
-      ...lease,
-      spec: {
-        ...lease.spec,
-        holderIdentity: "successor",
-        renewTime: now,
-        acquireTime: now,
-        leaseDurationSeconds: 60,
-      },
-    });
+    await takeOverLease(env.client, ns, "hooked");
     const takenAt = Date.now();
     await eventually("leadership lost", () => lostAt > 0, 10_000, 20);
     t.diagnostic(`leadership lost ${lostAt - takenAt} ms after the Lease was taken (retry period 1 s)`);

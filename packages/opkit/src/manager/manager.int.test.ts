@@ -10,6 +10,7 @@ import { fileURLToPath } from "node:url";
 import { kindRef, type KubeObject } from "../client/types.ts";
 import { useTestEnv, type TestEnv } from "../testenv/testing.ts";
 import { eventually } from "../testenv/eventually.ts";
+import { takeOverLease } from "./testdata/takeover.ts";
 
 const script = fileURLToPath(new URL("./testdata/copy-operator.ts", import.meta.url));
 const Secrets = kindRef<KubeObject>("v1", "Secret");
@@ -180,18 +181,7 @@ describe("manager processes", () => {
       30_000,
     );
     // Another identity takes the Lease over, as a successor would after a network partition.
-    const lease = await env.client.get(Leases, "copy-operator", { namespace: ns });
-    const now = new Date().toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
-    await env.client.update({
-      ...lease,
-      spec: {
-        ...lease.spec,
-        holderIdentity: "successor",
-        renewTime: now,
-        acquireTime: now,
-        leaseDurationSeconds: 60,
-      },
-    });
+    await takeOverLease(env.client, ns, "copy-operator");
     const takenAt = Date.now();
     const code = await r.exited;
     const exitMs = Date.now() - takenAt;
