@@ -43,9 +43,10 @@ describe("manager lifecycle", () => {
 
   it("a stop that arrives during start() leaves no server listening and no informer running", async () => {
     const ns = await env.namespace("stop-early");
-    // Stop at several moments of start(): before the servers listen, while controllers are wired,
-    // while informers list. Whatever start() had opened must be closed when both have returned.
-    for (const delayMs of [0, 1, 5, 20, 60, 150]) {
+    // Stop at several moments of start(): before it is even called (-1: a signal handler that ran
+    // first), before the servers listen, while controllers are wired, while informers list. Whatever
+    // start() had opened must be closed when both have returned.
+    for (const delayMs of [-1, 0, 1, 5, 20, 60, 150]) {
       const client = await KubeClient.load(env.kubeconfigPath);
       const mgr = await Manager.create({
         client,
@@ -65,10 +66,15 @@ describe("manager lifecycle", () => {
             return Promise.resolve();
           }),
       );
-      const starting = mgr.start();
-      await new Promise((r) => setTimeout(r, delayMs));
-      await mgr.stop();
-      await starting;
+      if (delayMs < 0) {
+        await mgr.stop();
+        await mgr.start();
+      } else {
+        const starting = mgr.start();
+        await new Promise((r) => setTimeout(r, delayMs));
+        await mgr.stop();
+        await starting;
+      }
       for (const [name, port] of Object.entries(mgr.ports)) {
         if (port !== undefined)
           assert.equal(

@@ -219,6 +219,8 @@ export class Manager {
 
   async start(): Promise<void> {
     this.startCalled = true;
+    // Stopped before it started (a signal handler ran first): open nothing that nobody would close.
+    if (this.stopped) return;
     // stop() waits for this phase before tearing down, so nothing it opens (a server, an informer)
     // can appear after the stop and outlive it.
     this.opening = this.open();
