@@ -13,6 +13,7 @@ import { eventually } from "../testenv/eventually.ts";
 import { takeOverLease } from "./testdata/takeover.ts";
 
 const script = fileURLToPath(new URL("./testdata/copy-operator.ts", import.meta.url));
+const stuckScript = fileURLToPath(new URL("./testdata/stuck-sync-operator.ts", import.meta.url));
 const Secrets = kindRef<KubeObject>("v1", "Secret");
 const Leases = kindRef<KubeObject & { spec?: { holderIdentity?: string } }>(
   "coordination.k8s.io/v1",
@@ -225,5 +226,37 @@ describe("manager processes", () => {
     assert.ok(!standby.output.some((l) => l.includes("became leader")), "it never led while stopping");
     const lease = await env.client.get(Leases, "copy-operator", { namespace: ns });
     assert.equal(lease.spec?.holderIdentity, "leader", "the Lease was not taken by the stopping standby");
+  });
+
+  it("SIGTERM while the caches cannot sync ends the process at once, not when the sync would time out", async (t) => {
+    const ns = await env.namespace("stuck");
+    const child = spawn(process.execPath, ["--conditions=opkit-source", stuckScript], {
+      env: { ...process.env, KUBECONFIG: env.kubeconfigPath, NAMESPACE: ns, OPKIT_LOG_LEVEL: "info" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    const r: Replica = {
+      identity: "stuck",
+      child,
+      output: [],
+      exited: new Promise((res) => child.on("exit", res)),
+    };
+    child.stdout.on("data", (d: Buffer) => r.output.push(...d.toString().split("\n").filter(Boolean)));
+    child.stderr.on("data", (d: Buffer) => r.output.push(...d.toString().split("\n").filter(Boolean)));
+    t.after(() => stopAll([r]));
+    await eventually(
+      "serving probes",
+      () => r.output.some((l) => l.includes("serving metrics and probes")),
+      60_000,
+    );
+    await new Promise((res) => setTimeout(res, 1_000)); // well inside the sync
+    const sentAt = Date.now();
+    child.kill("SIGTERM");
+    const exited = await Promise.race([
+      r.exited,
+      new Promise((res) => setTimeout(() => res("still running"), 10_000)),
+    ]);
+    const tookMs = Date.now() - sentAt;
+    t.diagnostic(`exited (${String(exited)}) ${tookMs} ms after SIGTERM during a sync that cannot finish`);
+    assert.equal(exited, 0, `exits cleanly within 10 s (output: ${r.output.slice(-3).join(" | ")})`);
   });
 });
