@@ -6,7 +6,8 @@ import type { KubeObject } from "../client/types.ts";
 import { Backoff } from "./backoff.ts";
 import { Store, OWNER_INDEX } from "./store.ts";
 import { diffRelist } from "./informer.ts";
-import { watchTimeoutSeconds } from "./reflector.ts";
+import { watchTimeoutSeconds, type ListWatcher } from "./reflector.ts";
+import { Cache } from "./cache.ts";
 
 const cm = (
   ns: string,
@@ -145,5 +146,24 @@ describe("watch timeouts", () => {
         return t >= 300 && t < 600;
       }),
     );
+  });
+});
+
+describe("Cache.waitForSync", () => {
+  it("gives up when its signal aborts and leaves no timer armed", async () => {
+    const clock = new FakeClock();
+    // A server that never answers: the cache cannot sync.
+    const silent: ListWatcher = {
+      list: () => new Promise(() => undefined),
+      watch: () => new Promise(() => undefined),
+    };
+    const cache = new Cache(silent, { clock, streamingList: false, resyncPeriodMs: 0 });
+    cache.informer({ apiVersion: "v1", kind: "ConfigMap" });
+    const stop = new AbortController();
+    const waiting = cache.waitForSync(120_000, { signal: stop.signal });
+    assert.equal(clock.pendingTimers(), 1, "the sync timeout");
+    stop.abort(new Error("stopping"));
+    await assert.rejects(waiting, /stopping/);
+    assert.equal(clock.pendingTimers(), 0, "an armed timeout would hold the process until it fired");
   });
 });

@@ -330,11 +330,12 @@ export class Cache {
 
   /**
    * Wait until every informer has synced. On timeout the error names each kind that did not sync and
-   * why (a Forbidden list names the verb, resource and identity) instead of a bare timeout.
+   * why (a Forbidden list names the verb, resource and identity) instead of a bare timeout. `signal`
+   * gives up early (rejecting with its reason) and leaves no timer behind to hold the process.
    */
-  async waitForSync(timeoutMs = 120_000): Promise<void> {
+  async waitForSync(timeoutMs = 120_000, opts: { signal?: AbortSignal } = {}): Promise<void> {
     const all = Promise.all([...this.informers.values()].map((i) => i.waitForSync()));
-    if ((await this.raceTimeout(all, timeoutMs)) !== TIMED_OUT) return;
+    if ((await this.raceTimeout(all, timeoutMs, opts.signal)) !== TIMED_OUT) return;
     const pending = this.health().filter((h) => !h.synced);
     throw new SyncTimeoutError(
       pending.map((h) => h.kind),
@@ -362,18 +363,30 @@ export class Cache {
       );
   }
 
-  /** `p`, or TIMED_OUT after `ms` on the cache's clock. */
-  private async raceTimeout<R>(p: Promise<R>, ms: number): Promise<R | typeof TIMED_OUT> {
+  /** `p`, or TIMED_OUT after `ms` on the cache's clock; rejects with `signal`'s reason once it aborts. */
+  private async raceTimeout<R>(
+    p: Promise<R>,
+    ms: number,
+    signal?: AbortSignal,
+  ): Promise<R | typeof TIMED_OUT> {
     let timer: TimerHandle | undefined;
+    let onAbort: (() => void) | undefined;
     try {
+      signal?.throwIfAborted();
       return await Promise.race([
         p,
         new Promise<typeof TIMED_OUT>(
           (resolve) => (timer = this.clock.setTimeout(() => resolve(TIMED_OUT), ms)),
         ),
+        new Promise<never>((_, reject) => {
+          onAbort = () =>
+            reject(signal?.reason instanceof Error ? signal.reason : new Error(String(signal?.reason)));
+          signal?.addEventListener("abort", onAbort, { once: true });
+        }),
       ]);
     } finally {
       if (timer !== undefined) this.clock.clearTimeout(timer);
+      if (onAbort) signal?.removeEventListener("abort", onAbort);
     }
   }
 }

@@ -413,3 +413,17 @@ describe("Reflector against a fake server", () => {
     await cache.stop();
   });
 });
+
+describe("Reflector state", () => {
+  for (const streaming of [false, true]) {
+    it(`${streaming ? "streaming list" : "list"}: once synced, an open watch reports "watching"`, async () => {
+      const { server, clock, inf } = setup({ streaming });
+      inf.start();
+      await until(clock, "sync", () => inf.hasSynced());
+      server.write("MODIFIED", "cm-1", "x");
+      await until(clock, "the change", () => inf.get("ns", "cm-1")?.data?.v === "x");
+      assert.equal(inf.health()[0]?.state, "watching");
+      await inf.stop();
+    });
+  }
+});

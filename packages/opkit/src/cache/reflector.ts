@@ -279,6 +279,8 @@ export class Reflector<T extends KubeObject> {
               this.sink.replace([...buffer.values()], rv);
               buffer.clear();
               this.resourceVersion = rv;
+              // The same stream goes on as a plain watch.
+              this.sink.state("watching");
             }
             continue;
           }

@@ -43,34 +43,34 @@ interface FakeTimer {
  * the same time a real clock would have shown them.
  */
 export class FakeClock implements Clock {
-  #now: number;
-  #seq = 0;
-  readonly #timers = new Set<FakeTimer>();
+  private time: number;
+  private seq = 0;
+  private readonly timers = new Set<FakeTimer>();
 
   constructor(startMs = 0) {
-    this.#now = startMs;
+    this.time = startMs;
   }
 
   /** The fake time in milliseconds: the start value plus everything `advance` has moved it. */
   now(): number {
-    return this.#now;
+    return this.time;
   }
 
   /** Arm a timer due `ms` after the current fake time; it fires only inside `advance`. */
   setTimeout(fn: () => void, ms: number): TimerHandle {
-    const timer: FakeTimer = { at: this.#now + Math.max(0, ms), seq: this.#seq++, fn };
-    this.#timers.add(timer);
+    const timer: FakeTimer = { at: this.time + Math.max(0, ms), seq: this.seq++, fn };
+    this.timers.add(timer);
     return timer;
   }
 
   /** Cancel a pending fake timer. */
   clearTimeout(handle: TimerHandle): void {
-    this.#timers.delete(handle as FakeTimer);
+    this.timers.delete(handle as FakeTimer);
   }
 
   /** Timers armed and not yet fired or cleared. */
   pendingTimers(): number {
-    return this.#timers.size;
+    return this.timers.size;
   }
 
   /**
@@ -79,21 +79,21 @@ export class FakeClock implements Clock {
    */
   advance(ms: number): void {
     if (!(ms >= 0)) throw new RangeError(`FakeClock.advance needs a non-negative duration, got ${ms}`);
-    const target = this.#now + ms;
+    const target = this.time + ms;
     for (;;) {
-      const next = this.#earliest();
+      const next = this.earliest();
       if (next === undefined || next.at > target) break;
-      this.#timers.delete(next);
-      this.#now = Math.max(this.#now, next.at);
+      this.timers.delete(next);
+      this.time = Math.max(this.time, next.at);
       next.fn();
     }
-    this.#now = target;
+    this.time = target;
   }
 
   // A linear scan keeps this obviously correct; tests hold a handful of timers.
-  #earliest(): FakeTimer | undefined {
+  private earliest(): FakeTimer | undefined {
     let best: FakeTimer | undefined;
-    for (const t of this.#timers) {
+    for (const t of this.timers) {
       if (best === undefined || t.at < best.at || (t.at === best.at && t.seq < best.seq)) best = t;
     }
     return best;

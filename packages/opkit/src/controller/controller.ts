@@ -94,6 +94,9 @@ export class Controller<T extends KubeObject = KubeObject> {
   private queue: WorkQueue<string> | undefined;
   private workers: Promise<void>[] = [];
   private readonly stopping = new AbortController();
+  // Aborted when in-flight reconciles are (leadership lost, or a graceful stop's period ended): the
+  // signal of the Event writes they may still make.
+  private readonly halted = new AbortController();
   private readonly inflight = new Set<AbortController>();
   private deps: ControllerDeps | undefined;
   private clock: Clock = realClock;
@@ -143,7 +146,8 @@ export class Controller<T extends KubeObject = KubeObject> {
       metrics: deps.metrics?.queueMetrics(this.name),
     });
     if (deps.metrics) this.untrackQueue = deps.metrics.trackQueue(this.name, this.queue);
-    this.recorder = new EventRecorder(deps.client, {
+    // Events are writes too: a reconcile that outlives its abort must not record any either.
+    this.recorder = new EventRecorder(deps.client.withDefaults({ signal: this.halted.signal }), {
       reportingController: `opkit.dev/${this.name}`,
       clock,
       onError: (err) =>
@@ -228,6 +232,7 @@ export class Controller<T extends KubeObject = KubeObject> {
 
   private abortAll(reason: unknown): void {
     if (!this.stopping.signal.aborted) this.stopping.abort(reason);
+    if (!this.halted.signal.aborted) this.halted.abort(reason);
     for (const a of this.inflight) a.abort(reason);
   }
 
@@ -295,12 +300,14 @@ export class Controller<T extends KubeObject = KubeObject> {
   }
 
   private applyResult(key: string, result: Result, queue: WorkQueue<string>): ReconcileOutcome {
-    if (result && "requeueAfterMs" in result) {
+    // A delay that is not positive (0, negative, NaN: often a computed deadline already past) would
+    // requeue at once, forever, with no backoff: it is retried as `requeue()` instead.
+    if (result && "requeueAfterMs" in result && result.requeueAfterMs > 0) {
       queue.forget(key);
       queue.addAfter(key, result.requeueAfterMs);
       return "requeue_after";
     }
-    if (result && "requeue" in result) {
+    if (result && ("requeue" in result || "requeueAfterMs" in result)) {
       queue.addRateLimited(key);
       return "requeue";
     }

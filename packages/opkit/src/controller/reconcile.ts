@@ -37,7 +37,10 @@ export type Result =
 
 /** The object is converged: no requeue until the next event (and the key's backoff is reset). */
 export const done = (): Result => undefined;
-/** Reconcile again after `ms` (e.g. to poll an external system); resets the error backoff. */
+/**
+ * Reconcile again after `ms` (e.g. to poll an external system); resets the error backoff. A delay that
+ * is not positive (0, negative, NaN) is taken as `requeue()`, with backoff, so it cannot spin.
+ */
 export const requeueAfter = (ms: number): Result => ({ requeueAfterMs: ms });
 /** Reconcile again soon, with the per-key backoff (as if it had failed, but logged as a requeue). */
 export const requeue = (): Result => ({ requeue: true });

@@ -174,29 +174,29 @@ export class EventRecorder {
   readonly reportingInstance: string;
   /** Counts of created, patched, dropped and failed Events so far. */
   readonly stats: EventRecorderStats = { created: 0, patched: 0, dropped: 0, failed: 0 };
-  readonly #sink: EventSink;
-  readonly #clock: Clock;
-  readonly #now: () => Date;
-  readonly #onError: (err: unknown, event: EventV1) => void;
-  readonly #burst: number;
-  readonly #refillMs: number;
-  readonly #windowMs: number;
-  readonly #maxTracked: number;
-  readonly #series = new Map<string, SeriesEntry>();
-  readonly #buckets = new Map<string, Bucket>();
-  readonly #inflight = new Set<Promise<void>>();
-  #seq = 0;
+  private readonly sink: EventSink;
+  private readonly clock: Clock;
+  private readonly now: () => Date;
+  private readonly onError: (err: unknown, event: EventV1) => void;
+  private readonly burst: number;
+  private readonly refillMs: number;
+  private readonly windowMs: number;
+  private readonly maxTracked: number;
+  private readonly series = new Map<string, SeriesEntry>();
+  private readonly buckets = new Map<string, Bucket>();
+  private readonly inflight = new Set<Promise<void>>();
+  private seq = 0;
 
   constructor(target: KubeClient | EventSink, opts: EventRecorderOptions) {
-    this.#sink = isSink(target) ? target : clientEventSink(target);
+    this.sink = isSink(target) ? target : clientEventSink(target);
     this.reportingController = opts.reportingController;
     this.reportingInstance = (opts.reportingInstance ?? `${opts.reportingController}-${hostname()}`).slice(
       0,
       MAX_REASON_CHARS,
     );
-    this.#clock = opts.clock ?? realClock;
-    this.#now = opts.now ?? (() => new Date());
-    this.#onError =
+    this.clock = opts.clock ?? realClock;
+    this.now = opts.now ?? (() => new Date());
+    this.onError =
       opts.onError ??
       ((err, event) =>
         process.emitWarning(
@@ -204,10 +204,10 @@ export class EventRecorder {
             err instanceof Error ? err.message : String(err)
           }`,
         ));
-    this.#burst = opts.burst ?? 25;
-    this.#refillMs = opts.refillIntervalMs ?? 5 * 60_000;
-    this.#windowMs = opts.dedupWindowMs ?? 6 * 60_000;
-    this.#maxTracked = opts.maxTracked ?? 4096;
+    this.burst = opts.burst ?? 25;
+    this.refillMs = opts.refillIntervalMs ?? 5 * 60_000;
+    this.windowMs = opts.dedupWindowMs ?? 6 * 60_000;
+    this.maxTracked = opts.maxTracked ?? 4096;
   }
 
   /**
@@ -215,19 +215,19 @@ export class EventRecorder {
    * so `void recorder.record(...)` is safe where the caller should not wait.
    */
   record(regarding: ReadonlyKubeObject, input: EventInput): Promise<void> {
-    const p = this.#record(regarding, input);
-    this.#inflight.add(p);
-    void p.finally(() => this.#inflight.delete(p));
+    const p = this.recordOne(regarding, input);
+    this.inflight.add(p);
+    void p.finally(() => this.inflight.delete(p));
     return p;
   }
 
   /** Wait for every write started so far (shutdown, tests). */
   async flush(): Promise<void> {
-    while (this.#inflight.size > 0) await Promise.allSettled([...this.#inflight]);
+    while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
   }
 
-  async #record(regarding: ReadonlyKubeObject, input: EventInput): Promise<void> {
-    const now = this.#clock.now();
+  private async recordOne(regarding: ReadonlyKubeObject, input: EventInput): Promise<void> {
+    const now = this.clock.now();
     const objectId = regarding.metadata.uid ?? `${regarding.kind ?? ""}/${objectKey(regarding)}`;
     const note = truncateBytes(input.note ?? "", MAX_NOTE_BYTES);
     const key = [
@@ -238,17 +238,17 @@ export class EventRecorder {
       note,
       input.related?.metadata.uid ?? "",
     ].join("\u0000");
-    if (!this.#takeToken(objectId, now)) {
+    if (!this.takeToken(objectId, now)) {
       this.stats.dropped++;
       return;
     }
-    let entry = this.#series.get(key);
-    if (entry && now - entry.lastObserved > this.#windowMs) {
-      this.#series.delete(key);
+    let entry = this.series.get(key);
+    if (entry && now - entry.lastObserved > this.windowMs) {
+      this.series.delete(key);
       entry = undefined;
     }
     if (!entry) {
-      const template = this.#build(regarding, input, note);
+      const template = this.build(regarding, input, note);
       const fresh: SeriesEntry = {
         namespace: template.metadata.namespace ?? "default",
         name: undefined,
@@ -257,27 +257,27 @@ export class EventRecorder {
         template,
         chain: Promise.resolve(),
       };
-      this.#remember(this.#series, key, fresh);
+      this.remember(this.series, key, fresh);
       entry = fresh;
     } else {
       entry.count++;
       entry.lastObserved = now;
-      this.#remember(this.#series, key, entry);
+      this.remember(this.series, key, entry);
     }
     const target = entry;
-    const wallNow = this.#now();
-    target.chain = target.chain.then(() => this.#write(target, wallNow));
+    const wallNow = this.now();
+    target.chain = target.chain.then(() => this.write(target, wallNow));
     await target.chain;
   }
 
   /** Create the Event, or move its series forward; never throws. */
-  async #write(entry: SeriesEntry, wallNow: Date): Promise<void> {
+  private async write(entry: SeriesEntry, wallNow: Date): Promise<void> {
     const series: EventSeries | undefined =
       entry.count >= 2 ? { count: entry.count, lastObservedTime: microTime(wallNow) } : undefined;
     try {
       if (entry.name !== undefined && series) {
         try {
-          await this.#sink.patchSeries(entry.namespace, entry.name, series);
+          await this.sink.patchSeries(entry.namespace, entry.name, series);
           this.stats.patched++;
           return;
         } catch (err) {
@@ -289,24 +289,24 @@ export class EventRecorder {
       if (entry.name !== undefined) return;
       const event: EventV1 = {
         ...entry.template,
-        metadata: { ...entry.template.metadata, name: this.#eventName(entry.template, wallNow) },
+        metadata: { ...entry.template.metadata, name: this.eventName(entry.template, wallNow) },
         eventTime: microTime(wallNow),
         ...(series ? { series } : {}),
       };
-      const created = await this.#sink.create(event);
+      const created = await this.sink.create(event);
       entry.name = created.metadata.name ?? event.metadata.name;
       this.stats.created++;
     } catch (err) {
       this.stats.failed++;
       try {
-        this.#onError(err, entry.template);
+        this.onError(err, entry.template);
       } catch {
         // A throwing error callback must not turn into an unhandled rejection in the reconcile.
       }
     }
   }
 
-  #build(regarding: ReadonlyKubeObject, input: EventInput, note: string): EventV1 {
+  private build(regarding: ReadonlyKubeObject, input: EventInput, note: string): EventV1 {
     return {
       apiVersion: "events.k8s.io/v1",
       kind: "Event",
@@ -324,8 +324,8 @@ export class EventRecorder {
   }
 
   /** client-go's `<regarding name>.<hex nanoseconds>`; the low digits count up so names never collide. */
-  #eventName(template: EventV1, wallNow: Date): string {
-    const nanos = BigInt(wallNow.getTime()) * 1_000_000n + BigInt(this.#seq++ % 1_000_000);
+  private eventName(template: EventV1, wallNow: Date): string {
+    const nanos = BigInt(wallNow.getTime()) * 1_000_000n + BigInt(this.seq++ % 1_000_000);
     const suffix = `.${nanos.toString(16)}`;
     const base = (template.regarding.name ?? "event")
       .toLowerCase()
@@ -336,21 +336,21 @@ export class EventRecorder {
   }
 
   /** Per-object token bucket: `burst` at once, then one per `refillIntervalMs`. */
-  #takeToken(objectId: string, now: number): boolean {
-    const bucket = this.#buckets.get(objectId) ?? { tokens: this.#burst, at: now };
-    bucket.tokens = Math.min(this.#burst, bucket.tokens + (now - bucket.at) / this.#refillMs);
+  private takeToken(objectId: string, now: number): boolean {
+    const bucket = this.buckets.get(objectId) ?? { tokens: this.burst, at: now };
+    bucket.tokens = Math.min(this.burst, bucket.tokens + (now - bucket.at) / this.refillMs);
     bucket.at = now;
-    this.#remember(this.#buckets, objectId, bucket);
+    this.remember(this.buckets, objectId, bucket);
     if (bucket.tokens < 1) return false;
     bucket.tokens -= 1;
     return true;
   }
 
   /** Insert as most recently used and forget the least recently used beyond the limit. */
-  #remember<V>(map: Map<string, V>, key: string, value: V): void {
+  private remember<V>(map: Map<string, V>, key: string, value: V): void {
     map.delete(key);
     map.set(key, value);
-    while (map.size > this.#maxTracked) {
+    while (map.size > this.maxTracked) {
       const oldest = map.keys().next();
       if (oldest.done) break;
       map.delete(oldest.value);

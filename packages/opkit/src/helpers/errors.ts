@@ -42,51 +42,51 @@ export class RetryTracker {
   readonly maxMs: number;
   /** After this long without a failure an object starts again from `baseMs`. */
   readonly resetAfterMs: number;
-  readonly #clock: Clock;
-  readonly #entries = new Map<string, { attempts: number; at: number }>();
-  #lastSweep: number;
+  private readonly clock: Clock;
+  private readonly entries = new Map<string, { attempts: number; at: number }>();
+  private lastSweep: number;
 
   constructor(opts: RetryTrackerOptions = {}) {
     this.baseMs = opts.baseMs ?? 1_000;
     this.factor = opts.factor ?? 2;
     this.maxMs = opts.maxMs ?? 6 * 60 * 60_000;
     this.resetAfterMs = opts.resetAfterMs ?? 2 * this.maxMs;
-    this.#clock = opts.clock ?? realClock;
-    this.#lastSweep = this.#clock.now();
+    this.clock = opts.clock ?? realClock;
+    this.lastSweep = this.clock.now();
   }
 
   /** Count a failure of `id` and return how long to wait before retrying it. */
   next(id: string): number {
-    const now = this.#clock.now();
-    this.#sweep(now);
-    const prev = this.#entries.get(id);
+    const now = this.clock.now();
+    this.sweep(now);
+    const prev = this.entries.get(id);
     const attempts = prev && now - prev.at <= this.resetAfterMs ? prev.attempts + 1 : 1;
-    this.#entries.set(id, { attempts, at: now });
+    this.entries.set(id, { attempts, at: now });
     // Exponent clamped so huge attempt counts cannot overflow to Infinity/NaN before the cap applies.
     return Math.min(this.maxMs, this.baseMs * this.factor ** Math.min(attempts - 1, 1024));
   }
 
   /** Failures of `id` since the last success (0 when unknown or reset). */
   attempts(id: string): number {
-    const e = this.#entries.get(id);
-    return e && this.#clock.now() - e.at <= this.resetAfterMs ? e.attempts : 0;
+    const e = this.entries.get(id);
+    return e && this.clock.now() - e.at <= this.resetAfterMs ? e.attempts : 0;
   }
 
   /** A success: the next failure starts from `baseMs` again. */
   forget(id: string): void {
-    this.#entries.delete(id);
+    this.entries.delete(id);
   }
 
   /** The number of objects tracked now (for tests and memory checks). */
   get size(): number {
-    return this.#entries.size;
+    return this.entries.size;
   }
 
   // At most one full scan per resetAfterMs keeps next() O(1) amortized.
-  #sweep(now: number): void {
-    if (now - this.#lastSweep < this.resetAfterMs) return;
-    this.#lastSweep = now;
-    for (const [id, e] of this.#entries) if (now - e.at > this.resetAfterMs) this.#entries.delete(id);
+  private sweep(now: number): void {
+    if (now - this.lastSweep < this.resetAfterMs) return;
+    this.lastSweep = now;
+    for (const [id, e] of this.entries) if (now - e.at > this.resetAfterMs) this.entries.delete(id);
   }
 }
 

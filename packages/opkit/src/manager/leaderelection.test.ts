@@ -246,3 +246,42 @@ test("timings are checked as client-go checks them", () => {
   assert.match(new LeaderElector(base).identity, /^.+_[0-9a-f-]{36}$/);
   assert.equal(microTime(new Date(Date.UTC(2030, 0, 1, 0, 0, 0, 123))), "2030-01-01T00:00:00.123000Z");
 });
+
+test("a candidate stopped while an acquire attempt is in flight gives back the Lease that attempt won", async () => {
+  const clock = new FakeClock();
+  const store = new MemoryLeases();
+  const client = store.client();
+  // The first read is slow (a loaded API server): the candidate is stopped before it answers, and the
+  // attempt goes on to create the Lease, as a request already on the wire does.
+  let answer: () => void = () => undefined;
+  const slow = new Promise<void>((r) => (answer = r));
+  let reads = 0;
+  const e = new LeaderElector({
+    client: {
+      ...client,
+      get: (async (...args: Parameters<LeaseClient["get"]>) => {
+        if (reads++ === 0) await slow;
+        return client.get(...args);
+      }) as LeaseClient["get"],
+    },
+    namespace: "ns",
+    name: "l",
+    identity: "standby",
+    clock,
+    random: () => 0,
+  });
+  const rec: Recorder = { started: [], stopped: [] };
+  const done = e.run(callbacks(clock, rec));
+  await advance(clock, 100);
+  const stopped = e.stop(); // a standby's stop: no release asked for
+  answer();
+  await stopped;
+  await done;
+  await advance(clock, 100);
+  assert.equal(rec.started.length, 0, "it never led");
+  assert.notEqual(
+    store.lease?.spec?.holderIdentity,
+    "standby",
+    "a stopped candidate must not keep a Lease: successors would wait a whole lease duration",
+  );
+});

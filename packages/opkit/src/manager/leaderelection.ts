@@ -136,79 +136,79 @@ type Outcome = "done" | "timeout" | "stopped";
 export class LeaderElector {
   /** This candidate's identity, written into the Lease's holderIdentity. */
   readonly identity: string;
-  readonly #client: LeaseClient;
-  readonly #namespace: string;
-  readonly #name: string;
-  readonly #leaseDurationMs: number;
-  readonly #renewDeadlineMs: number;
-  readonly #retryPeriodMs: number;
-  readonly #jitterFactor: number;
-  readonly #clock: Clock;
-  readonly #wallClock: () => Date;
-  readonly #random: () => number;
-  readonly #onLeaderStatus: ((leading: boolean) => void) | undefined;
-  readonly #logger: Logger | undefined;
+  private readonly client: LeaseClient;
+  private readonly namespace: string;
+  private readonly name: string;
+  private readonly leaseDurationMs: number;
+  private readonly renewDeadlineMs: number;
+  private readonly retryPeriodMs: number;
+  private readonly jitterFactor: number;
+  private readonly clock: Clock;
+  private readonly wallClock: () => Date;
+  private readonly random: () => number;
+  private readonly onLeaderStatus: ((leading: boolean) => void) | undefined;
+  private readonly logger: Logger | undefined;
 
   // The last Lease read or written: its resourceVersion guards the next update.
-  #lease: Lease | undefined;
+  private lastLease: Lease | undefined;
   // The record as last seen changing, and when (monotonic): the basis of expiry.
-  #observed: LeaseSpec | undefined;
-  #observedRaw = "";
-  #observedAt = 0;
-  #reportedLeader = "";
-  #lastError = "";
+  private observed: LeaseSpec | undefined;
+  private observedRaw = "";
+  private observedAt = 0;
+  private reportedLeader = "";
+  private lastError = "";
 
-  #leading = false;
-  #running: Promise<void> | undefined;
-  #stopController: AbortController | undefined;
-  #release = false;
-  #inflight: Promise<unknown> | undefined;
+  private leading = false;
+  private running: Promise<void> | undefined;
+  private stopController: AbortController | undefined;
+  private release = false;
+  private inflight: Promise<unknown> | undefined;
 
   constructor(options: LeaderElectorOptions) {
-    this.#client = options.client;
-    this.#namespace = options.namespace;
-    this.#name = options.name;
+    this.client = options.client;
+    this.namespace = options.namespace;
+    this.name = options.name;
     this.identity = options.identity ?? defaultIdentity();
-    this.#leaseDurationMs = options.leaseDurationMs ?? DEFAULT_LEASE_DURATION_MS;
-    this.#renewDeadlineMs = options.renewDeadlineMs ?? DEFAULT_RENEW_DEADLINE_MS;
-    this.#retryPeriodMs = options.retryPeriodMs ?? DEFAULT_RETRY_PERIOD_MS;
-    this.#jitterFactor = options.jitterFactor ?? DEFAULT_JITTER_FACTOR;
-    this.#clock = options.clock ?? realClock;
-    this.#wallClock = options.wallClock ?? (() => new Date());
-    this.#random = options.random ?? Math.random;
-    this.#onLeaderStatus = options.onLeaderStatus;
-    this.#logger = options.logger?.child({ lease: this.lease, identity: this.identity });
+    this.leaseDurationMs = options.leaseDurationMs ?? DEFAULT_LEASE_DURATION_MS;
+    this.renewDeadlineMs = options.renewDeadlineMs ?? DEFAULT_RENEW_DEADLINE_MS;
+    this.retryPeriodMs = options.retryPeriodMs ?? DEFAULT_RETRY_PERIOD_MS;
+    this.jitterFactor = options.jitterFactor ?? DEFAULT_JITTER_FACTOR;
+    this.clock = options.clock ?? realClock;
+    this.wallClock = options.wallClock ?? (() => new Date());
+    this.random = options.random ?? Math.random;
+    this.onLeaderStatus = options.onLeaderStatus;
+    this.logger = options.logger?.child({ lease: this.lease, identity: this.identity });
 
     // client-go's checks: the leader must give up (renewDeadline) before others may take over
     // (leaseDuration), and must get several attempts in before giving up.
     if (!this.identity) throw new LeaderElectionConfigError("identity must not be empty");
-    if (!(this.#retryPeriodMs > 0)) throw new LeaderElectionConfigError("retryPeriod must be positive");
-    if (!(this.#leaseDurationMs > this.#renewDeadlineMs)) {
+    if (!(this.retryPeriodMs > 0)) throw new LeaderElectionConfigError("retryPeriod must be positive");
+    if (!(this.leaseDurationMs > this.renewDeadlineMs)) {
       throw new LeaderElectionConfigError(
-        `leaseDuration (${this.#leaseDurationMs} ms) must be greater than renewDeadline (${this.#renewDeadlineMs} ms)`,
+        `leaseDuration (${this.leaseDurationMs} ms) must be greater than renewDeadline (${this.renewDeadlineMs} ms)`,
       );
     }
-    if (!(this.#renewDeadlineMs > this.#retryPeriodMs * this.#jitterFactor)) {
+    if (!(this.renewDeadlineMs > this.retryPeriodMs * this.jitterFactor)) {
       throw new LeaderElectionConfigError(
-        `renewDeadline (${this.#renewDeadlineMs} ms) must be greater than retryPeriod × jitterFactor ` +
-          `(${this.#retryPeriodMs} ms × ${this.#jitterFactor})`,
+        `renewDeadline (${this.renewDeadlineMs} ms) must be greater than retryPeriod × jitterFactor ` +
+          `(${this.retryPeriodMs} ms × ${this.jitterFactor})`,
       );
     }
   }
 
   /** "namespace/name" of the Lease. */
   get lease(): string {
-    return `${this.#namespace}/${this.#name}`;
+    return `${this.namespace}/${this.name}`;
   }
 
   /** True while this process leads: it acquired the Lease and has not seen anyone else hold it since. */
   isLeader(): boolean {
-    return this.#leading && this.#observed?.holderIdentity === this.identity;
+    return this.leading && this.observed?.holderIdentity === this.identity;
   }
 
   /** The holder last observed in the Lease ("" when none or released). */
   leader(): string {
-    return this.#observed?.holderIdentity ?? "";
+    return this.observed?.holderIdentity ?? "";
   }
 
   /**
@@ -217,17 +217,17 @@ export class LeaderElector {
    * from a clean state).
    */
   run(callbacks: LeaderCallbacks): Promise<void> {
-    if (this.#running) {
+    if (this.running) {
       return Promise.reject(new Error(`leader elector for ${this.lease} is already running`));
     }
     const stop = new AbortController();
-    this.#stopController = stop;
-    this.#release = false;
-    this.#running = this.#run(callbacks, stop.signal).finally(() => {
-      this.#running = undefined;
-      this.#stopController = undefined;
+    this.stopController = stop;
+    this.release = false;
+    this.running = this.campaign(callbacks, stop.signal).finally(() => {
+      this.running = undefined;
+      this.stopController = undefined;
     });
-    return this.#running;
+    return this.running;
   }
 
   /**
@@ -236,91 +236,93 @@ export class LeaderElector {
    * expire; release only once the work it guards has stopped.
    */
   async stop(options: { release?: boolean } = {}): Promise<void> {
-    const running = this.#running;
+    const running = this.running;
     if (!running) return;
-    this.#release ||= options.release ?? false;
-    this.#stopController?.abort();
+    this.release ||= options.release ?? false;
+    this.stopController?.abort();
     await running;
   }
 
-  async #run(callbacks: LeaderCallbacks, stop: AbortSignal): Promise<void> {
-    const acquired = await this.#acquire(callbacks, stop);
+  private async campaign(callbacks: LeaderCallbacks, stop: AbortSignal): Promise<void> {
+    const acquired = await this.acquire(callbacks, stop);
     if (!acquired) {
-      // Stopped while an attempt was in flight: it may still have won the Lease for us.
-      if (this.#release) await this.#releaseLease();
+      // Stopped while an attempt was in flight: it may still have won the Lease for us. Nothing ever
+      // ran under it, so give it back whatever `release` says, or successors wait a lease duration.
+      // (The stop aborts the attempt's requests, so this waits for no slow server.)
+      await this.releaseLease();
       return;
     }
 
-    this.#leading = true;
-    this.#onLeaderStatus?.(true);
-    this.#logger?.info("acquired lease");
+    this.leading = true;
+    this.onLeaderStatus?.(true);
+    this.logger?.info("acquired lease");
     const work = new AbortController();
     // Not awaited: the work runs while this loop keeps the Lease; a failure in it is the caller's to
     // handle, and must not stop the renewals that keep other replicas from starting the same work.
     void Promise.resolve()
       .then(() => callbacks.onStartedLeading(work.signal))
-      .catch((err: unknown) => this.#logger?.error({ err }, "onStartedLeading failed"));
+      .catch((err: unknown) => this.logger?.error({ err }, "onStartedLeading failed"));
 
-    const info = await this.#renewLoop(callbacks, stop);
-    this.#leading = false;
+    const info = await this.renewLoop(callbacks, stop);
+    this.leading = false;
     work.abort(info.lost ? new LeadershipLostError(this.lease, this.identity, info.reason) : undefined);
-    if (info.lost) this.#logger?.error({ reason: info.reason }, "leader election lost");
-    else if (this.#release) await this.#releaseLease();
-    this.#onLeaderStatus?.(false);
+    if (info.lost) this.logger?.error({ reason: info.reason }, "leader election lost");
+    else if (this.release) await this.releaseLease();
+    this.onLeaderStatus?.(false);
     try {
       callbacks.onStoppedLeading(info);
     } catch (err) {
-      this.#logger?.error({ err }, "onStoppedLeading failed");
+      this.logger?.error({ err }, "onStoppedLeading failed");
     }
   }
 
-  async #acquire(callbacks: LeaderCallbacks, stop: AbortSignal): Promise<boolean> {
-    this.#logger?.info("attempting to acquire leader lease");
+  private async acquire(callbacks: LeaderCallbacks, stop: AbortSignal): Promise<boolean> {
+    this.logger?.info("attempting to acquire leader lease");
     while (!stop.aborted) {
-      const attempt = this.#tryAcquireOrRenew();
-      const outcome = await this.#race(attempt, Infinity, stop);
+      const attempt = this.tryAcquireOrRenew(stop);
+      const outcome = await this.race(attempt, Infinity, stop);
       if (outcome === "stopped") return false;
       const ok = await attempt;
-      this.#reportTransition(callbacks);
+      this.reportTransition(callbacks);
       if (ok) return true;
-      const wait = this.#retryPeriodMs * (1 + this.#random() * this.#jitterFactor);
-      if ((await this.#race(undefined, this.#clock.now() + wait, stop)) === "stopped") return false;
+      const wait = this.retryPeriodMs * (1 + this.random() * this.jitterFactor);
+      if ((await this.race(undefined, this.clock.now() + wait, stop)) === "stopped") return false;
     }
     return false;
   }
 
-  async #renewLoop(callbacks: LeaderCallbacks, stop: AbortSignal): Promise<StoppedLeadingInfo> {
+  private async renewLoop(callbacks: LeaderCallbacks, stop: AbortSignal): Promise<StoppedLeadingInfo> {
     const stopped: StoppedLeadingInfo = { lost: false, reason: "stopped" };
     for (;;) {
-      if ((await this.#race(undefined, this.#clock.now() + this.#retryPeriodMs, stop)) === "stopped") {
+      if ((await this.race(undefined, this.clock.now() + this.retryPeriodMs, stop)) === "stopped") {
         return stopped;
       }
       // Each round of renewal attempts has renewDeadline to succeed, counted from its first attempt.
-      const deadline = this.#clock.now() + this.#renewDeadlineMs;
+      const deadline = this.clock.now() + this.renewDeadlineMs;
       for (;;) {
-        const attempt = this.#tryAcquireOrRenew();
-        const outcome = await this.#race(attempt, deadline, stop);
+        const attempt = this.tryAcquireOrRenew();
+        const outcome = await this.race(attempt, deadline, stop);
         if (outcome === "stopped") return stopped;
         if (outcome === "timeout") {
-          return { lost: true, reason: `renewal timed out after ${this.#renewDeadlineMs} ms` };
+          return { lost: true, reason: `renewal timed out after ${this.renewDeadlineMs} ms` };
         }
         const ok = await attempt;
-        this.#reportTransition(callbacks);
+        this.reportTransition(callbacks);
         if (ok) break;
         // Someone else holds a valid Lease: we are already deposed, and waiting out the deadline
         // would only let two processes believe they lead.
-        const holder = this.#observed?.holderIdentity ?? "";
+        const holder = this.observed?.holderIdentity ?? "";
         if (holder !== "" && holder !== this.identity) {
           return { lost: true, reason: `lease is held by ${holder}` };
         }
-        const remaining = deadline - this.#clock.now();
+        const remaining = deadline - this.clock.now();
         if (
           remaining <= 0 ||
-          (await this.#race(undefined, deadline, stop, this.#retryPeriodMs)) === "timeout"
+          (await this.race(undefined, deadline, stop, this.retryPeriodMs)) === "timeout"
         ) {
           return {
             lost: true,
-            reason: `failed to renew within ${this.#renewDeadlineMs} ms: ${this.#lastError || "unknown error"}`,
+            reason: `failed to renew within ${this.renewDeadlineMs} ms: ${this.lastError || "unknown error"}`,
           };
         }
         if (stop.aborted) return stopped;
@@ -332,132 +334,132 @@ export class LeaderElector {
    * One attempt, as client-go's tryAcquireOrRenew: returns true when we hold the Lease afterwards.
    * Never throws; the error is kept for the loss reason.
    */
-  #tryAcquireOrRenew(): Promise<boolean> {
-    const attempt = this.#attempt().catch((err: unknown) => {
-      this.#lastError = err instanceof Error ? err.message : String(err);
-      this.#logger?.debug({ err: this.#lastError }, "lease attempt failed");
+  private tryAcquireOrRenew(signal?: AbortSignal): Promise<boolean> {
+    const attempt = this.attempt(signal).catch((err: unknown) => {
+      this.lastError = err instanceof Error ? err.message : String(err);
+      this.logger?.debug({ err: this.lastError }, "lease attempt failed");
       return false;
     });
-    this.#inflight = attempt;
+    this.inflight = attempt;
     return attempt;
   }
 
-  async #attempt(): Promise<boolean> {
-    const now = this.#clock.now();
-    const wallNow = microTime(this.#wallClock());
+  private async attempt(signal: AbortSignal | undefined): Promise<boolean> {
+    const now = this.clock.now();
+    const wallNow = microTime(this.wallClock());
     const record: LeaseSpec = {
       holderIdentity: this.identity,
-      leaseDurationSeconds: Math.max(1, Math.ceil(this.#leaseDurationMs / 1000)),
+      leaseDurationSeconds: Math.max(1, Math.ceil(this.leaseDurationMs / 1000)),
       acquireTime: wallNow,
       renewTime: wallNow,
       leaseTransitions: 0,
     };
 
     // Fast path: the leader renews on top of the Lease it last wrote, saving a GET per renewal.
-    if (this.#holdsObserved() && this.#validAt(now) && this.#lease) {
-      record.acquireTime = this.#observed?.acquireTime ?? wallNow;
-      record.leaseTransitions = this.#observed?.leaseTransitions ?? 0;
+    if (this.holdsObserved() && this.validAt(now) && this.lastLease) {
+      record.acquireTime = this.observed?.acquireTime ?? wallNow;
+      record.leaseTransitions = this.observed?.leaseTransitions ?? 0;
       try {
-        this.#setObserved(await this.#client.update({ ...this.#lease, spec: record }));
+        this.setObserved(await this.client.update({ ...this.lastLease, spec: record }, { signal }));
         return true;
       } catch (err) {
-        this.#logger?.debug({ err: String(err) }, "optimistic renewal failed; reading the lease");
+        this.logger?.debug({ err: String(err) }, "optimistic renewal failed; reading the lease");
       }
     }
 
     let current: Lease;
     try {
-      current = await this.#client.get(Leases, this.#name, { namespace: this.#namespace });
+      current = await this.client.get(Leases, this.name, { namespace: this.namespace, signal });
     } catch (err) {
       if (!(err instanceof NotFoundError)) throw err;
-      const created = await this.#client.create<Lease>({
-        apiVersion: Leases.apiVersion,
-        kind: Leases.kind,
-        metadata: { name: this.#name, namespace: this.#namespace },
-        spec: record,
-      });
-      this.#setObserved(created);
+      const created = await this.client.create<Lease>(
+        {
+          apiVersion: Leases.apiVersion,
+          kind: Leases.kind,
+          metadata: { name: this.name, namespace: this.namespace },
+          spec: record,
+        },
+        { signal },
+      );
+      this.setObserved(created);
       return true;
     }
 
-    this.#lease = current;
+    this.lastLease = current;
     const spec = current.spec ?? {};
-    if (JSON.stringify(spec) !== this.#observedRaw) this.#setObserved(current);
+    if (JSON.stringify(spec) !== this.observedRaw) this.setObserved(current);
 
-    if ((spec.holderIdentity ?? "") !== "" && this.#validAt(now) && !this.#holdsObserved()) {
-      this.#lastError = `lease is held by ${spec.holderIdentity} and has not expired`;
+    if ((spec.holderIdentity ?? "") !== "" && this.validAt(now) && !this.holdsObserved()) {
+      this.lastError = `lease is held by ${spec.holderIdentity} and has not expired`;
       return false;
     }
 
-    if (this.#holdsObserved()) {
+    if (this.holdsObserved()) {
       record.acquireTime = spec.acquireTime ?? wallNow;
       record.leaseTransitions = spec.leaseTransitions ?? 0;
     } else {
       record.leaseTransitions = (spec.leaseTransitions ?? 0) + 1;
     }
     // A ConflictError here means another candidate wrote first: it won this round.
-    this.#setObserved(await this.#client.update({ ...current, spec: record }));
+    this.setObserved(await this.client.update({ ...current, spec: record }, { signal }));
     return true;
   }
 
-  async #releaseLease(): Promise<void> {
+  private async releaseLease(): Promise<void> {
     // A renewal still in flight would race the release and one of them would conflict; let it land.
     // One renew deadline bounds the wait and the release together: a stop never waits longer.
-    const deadline = this.#clock.now() + this.#renewDeadlineMs;
-    if (this.#inflight) {
-      await this.#race(this.#inflight, deadline, undefined);
+    const deadline = this.clock.now() + this.renewDeadlineMs;
+    if (this.inflight) {
+      await this.race(this.inflight, deadline, undefined);
     }
-    if (!this.#holdsObserved() || !this.#lease) return;
-    const wallNow = microTime(this.#wallClock());
+    if (!this.holdsObserved() || !this.lastLease) return;
+    const wallNow = microTime(this.wallClock());
     const record: LeaseSpec = {
       holderIdentity: "",
       leaseDurationSeconds: 1,
       acquireTime: wallNow,
       renewTime: wallNow,
-      leaseTransitions: this.#observed?.leaseTransitions ?? 0,
+      leaseTransitions: this.observed?.leaseTransitions ?? 0,
     };
     try {
-      const released = this.#client.update({ ...this.#lease, spec: record });
-      if ((await this.#race(released, deadline, undefined)) === "done") {
-        this.#setObserved(await released);
-        this.#logger?.info("released lease");
+      const released = this.client.update({ ...this.lastLease, spec: record });
+      if ((await this.race(released, deadline, undefined)) === "done") {
+        this.setObserved(await released);
+        this.logger?.info("released lease");
         return;
       }
-      this.#logger?.warn("releasing the lease timed out; successors wait for it to expire");
+      this.logger?.warn("releasing the lease timed out; successors wait for it to expire");
     } catch (err) {
-      this.#logger?.warn(
-        { err: String(err) },
-        "releasing the lease failed; successors wait for it to expire",
-      );
+      this.logger?.warn({ err: String(err) }, "releasing the lease failed; successors wait for it to expire");
     }
   }
 
-  #setObserved(lease: Lease): void {
-    this.#lease = lease;
-    this.#observed = lease.spec ?? {};
-    this.#observedRaw = JSON.stringify(this.#observed);
-    this.#observedAt = this.#clock.now();
+  private setObserved(lease: Lease): void {
+    this.lastLease = lease;
+    this.observed = lease.spec ?? {};
+    this.observedRaw = JSON.stringify(this.observed);
+    this.observedAt = this.clock.now();
   }
 
-  #holdsObserved(): boolean {
-    return this.#observed?.holderIdentity === this.identity;
+  private holdsObserved(): boolean {
+    return this.observed?.holderIdentity === this.identity;
   }
 
   /** Whether the observed record has not expired yet, on our clock, counted from when we observed it. */
-  #validAt(now: number): boolean {
-    const durationMs = (this.#observed?.leaseDurationSeconds ?? 0) * 1000;
-    return this.#observedAt + durationMs > now;
+  private validAt(now: number): boolean {
+    const durationMs = (this.observed?.leaseDurationSeconds ?? 0) * 1000;
+    return this.observedAt + durationMs > now;
   }
 
-  #reportTransition(callbacks: LeaderCallbacks): void {
-    const holder = this.#observed?.holderIdentity ?? "";
-    if (holder === "" || holder === this.#reportedLeader) return;
-    this.#reportedLeader = holder;
-    if (holder !== this.identity) this.#logger?.info({ leader: holder }, "new leader elected");
+  private reportTransition(callbacks: LeaderCallbacks): void {
+    const holder = this.observed?.holderIdentity ?? "";
+    if (holder === "" || holder === this.reportedLeader) return;
+    this.reportedLeader = holder;
+    if (holder !== this.identity) this.logger?.info({ leader: holder }, "new leader elected");
     try {
       callbacks.onNewLeader?.(holder);
     } catch (err) {
-      this.#logger?.error({ err }, "onNewLeader failed");
+      this.logger?.error({ err }, "onNewLeader failed");
     }
   }
 
@@ -465,7 +467,7 @@ export class LeaderElector {
    * Wait for `promise` (or just time), until the monotonic `deadline`, or until `stop` aborts,
    * whichever comes first. `maxWaitMs` caps the wait without counting as a timeout.
    */
-  #race(
+  private race(
     promise: Promise<unknown> | undefined,
     deadline: number,
     stop: AbortSignal | undefined,
@@ -478,16 +480,16 @@ export class LeaderElector {
       const finish = (outcome: Outcome): void => {
         if (settled) return;
         settled = true;
-        if (timer) this.#clock.clearTimeout(timer);
+        if (timer) this.clock.clearTimeout(timer);
         stop?.removeEventListener("abort", onAbort);
         resolve(outcome);
       };
       const onAbort = (): void => finish("stopped");
       stop?.addEventListener("abort", onAbort, { once: true });
-      const untilDeadline = deadline - this.#clock.now();
+      const untilDeadline = deadline - this.clock.now();
       const wait = Math.min(untilDeadline, maxWaitMs);
       if (Number.isFinite(wait)) {
-        timer = this.#clock.setTimeout(() => finish(wait >= untilDeadline ? "timeout" : "done"), wait);
+        timer = this.clock.setTimeout(() => finish(wait >= untilDeadline ? "timeout" : "done"), wait);
       }
       promise?.then(
         () => finish("done"),

@@ -10,8 +10,10 @@ import { fileURLToPath } from "node:url";
 import { kindRef, type KubeObject } from "../client/types.ts";
 import { useTestEnv, type TestEnv } from "../testenv/testing.ts";
 import { eventually } from "../testenv/eventually.ts";
+import { takeOverLease } from "./testdata/takeover.ts";
 
 const script = fileURLToPath(new URL("./testdata/copy-operator.ts", import.meta.url));
+const stuckScript = fileURLToPath(new URL("./testdata/stuck-sync-operator.ts", import.meta.url));
 const Secrets = kindRef<KubeObject>("v1", "Secret");
 const Leases = kindRef<KubeObject & { spec?: { holderIdentity?: string } }>(
   "coordination.k8s.io/v1",
@@ -180,18 +182,7 @@ describe("manager processes", () => {
       30_000,
     );
     // Another identity takes the Lease over, as a successor would after a network partition.
-    const lease = await env.client.get(Leases, "copy-operator", { namespace: ns });
-    const now = new Date().toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
-    await env.client.update({
-      ...lease,
-      spec: {
-        ...lease.spec,
-        holderIdentity: "successor",
-        renewTime: now,
-        acquireTime: now,
-        leaseDurationSeconds: 60,
-      },
-    });
+    await takeOverLease(env.client, ns, "copy-operator");
     const takenAt = Date.now();
     const code = await r.exited;
     const exitMs = Date.now() - takenAt;
@@ -235,5 +226,37 @@ describe("manager processes", () => {
     assert.ok(!standby.output.some((l) => l.includes("became leader")), "it never led while stopping");
     const lease = await env.client.get(Leases, "copy-operator", { namespace: ns });
     assert.equal(lease.spec?.holderIdentity, "leader", "the Lease was not taken by the stopping standby");
+  });
+
+  it("SIGTERM while the caches cannot sync ends the process at once, not when the sync would time out", async (t) => {
+    const ns = await env.namespace("stuck");
+    const child = spawn(process.execPath, ["--conditions=opkit-source", stuckScript], {
+      env: { ...process.env, KUBECONFIG: env.kubeconfigPath, NAMESPACE: ns, OPKIT_LOG_LEVEL: "info" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    const r: Replica = {
+      identity: "stuck",
+      child,
+      output: [],
+      exited: new Promise((res) => child.on("exit", res)),
+    };
+    child.stdout.on("data", (d: Buffer) => r.output.push(...d.toString().split("\n").filter(Boolean)));
+    child.stderr.on("data", (d: Buffer) => r.output.push(...d.toString().split("\n").filter(Boolean)));
+    t.after(() => stopAll([r]));
+    await eventually(
+      "serving probes",
+      () => r.output.some((l) => l.includes("serving metrics and probes")),
+      60_000,
+    );
+    await new Promise((res) => setTimeout(res, 1_000)); // well inside the sync
+    const sentAt = Date.now();
+    child.kill("SIGTERM");
+    const exited = await Promise.race([
+      r.exited,
+      new Promise((res) => setTimeout(() => res("still running"), 10_000)),
+    ]);
+    const tookMs = Date.now() - sentAt;
+    t.diagnostic(`exited (${String(exited)}) ${tookMs} ms after SIGTERM during a sync that cannot finish`);
+    assert.equal(exited, 0, `exits cleanly within 10 s (output: ${r.output.slice(-3).join(" | ")})`);
   });
 });

@@ -273,18 +273,24 @@ export class Manager {
    */
   async start(): Promise<void> {
     this.startCalled = true;
+    // Stopped before it started (a signal handler ran first): open nothing that nobody would close.
+    if (this.stopped) return;
     // stop() waits for this phase before tearing down, so nothing it opens (a server, an informer)
     // can appear after the stop and outlive it.
     this.opening = this.open();
     await this.opening;
     if (this.stopped) return;
-    // A stop (SIGTERM) during the sync ends start quietly instead of as a sync timeout.
-    const synced = this.cache.waitForSync(this.opts.cacheSyncTimeoutMs ?? 120_000);
-    const stopping = new Promise<"stopping">((resolve) => this.stopRequested.push(() => resolve("stopping")));
-    if ((await Promise.race([synced, stopping])) === "stopping" || this.stopped) {
-      synced.catch(() => undefined);
-      return;
+    // A stop (SIGTERM) during the sync ends start quietly instead of as a sync timeout, and clears
+    // the sync's timer: left armed, it would keep the process alive until the timeout.
+    const stopping = new AbortController();
+    this.stopRequested.push(() => stopping.abort());
+    try {
+      await this.cache.waitForSync(this.opts.cacheSyncTimeoutMs ?? 120_000, { signal: stopping.signal });
+    } catch (err) {
+      if (stopping.signal.aborted) return;
+      throw err;
     }
+    if (this.stopped) return;
     this.logger.info({ kinds: [...new Set(this.cache.health().map((h) => h.kind))] }, "caches synced");
     for (const r of this.runnables(false)) this.startRunnable(r);
     const le = this.opts.leaderElection;

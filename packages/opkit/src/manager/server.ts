@@ -70,78 +70,78 @@ interface CheckReport {
 }
 
 export class OpsServer {
-  readonly #host: string;
-  readonly #port: number;
-  readonly #registry: Registry | undefined;
-  readonly #probes: boolean;
-  readonly #checkTimeoutMs: number;
-  readonly #health = new Map<string, Check>();
-  readonly #ready = new Map<string, Check>();
-  #server: Server | undefined;
+  private readonly host: string;
+  private readonly port: number;
+  private readonly registry: Registry | undefined;
+  private readonly probes: boolean;
+  private readonly checkTimeoutMs: number;
+  private readonly health = new Map<string, Check>();
+  private readonly ready = new Map<string, Check>();
+  private server: Server | undefined;
 
   constructor(options: OpsServerOptions = {}) {
-    this.#host = options.host ?? "0.0.0.0";
-    this.#registry = options.registry;
-    this.#port = options.port ?? (options.registry ? DEFAULT_METRICS_PORT : DEFAULT_HEALTH_PORT);
-    this.#probes = options.probes ?? true;
-    this.#checkTimeoutMs = options.checkTimeoutMs ?? 5000;
+    this.host = options.host ?? "0.0.0.0";
+    this.registry = options.registry;
+    this.port = options.port ?? (options.registry ? DEFAULT_METRICS_PORT : DEFAULT_HEALTH_PORT);
+    this.probes = options.probes ?? true;
+    this.checkTimeoutMs = options.checkTimeoutMs ?? 5000;
   }
 
   /** A liveness check: when it fails, `/healthz` fails and the kubelet restarts the container. */
   addHealthCheck(name: string, check: Check): void {
-    addCheck(this.#health, "health", name, check);
+    addCheck(this.health, "health", name, check);
   }
 
   /** A readiness check: `/readyz` answers 200 only while every readiness check passes. */
   addReadyCheck(name: string, check: Check): void {
-    addCheck(this.#ready, "ready", name, check);
+    addCheck(this.ready, "ready", name, check);
   }
 
   async start(): Promise<{ port: number }> {
-    if (this.#server) throw new Error("OpsServer is already started");
+    if (this.server) throw new Error("OpsServer is already started");
     const server = createServer((req, res) => {
-      void this.#handle(req, res).catch((err: unknown) => {
+      void this.handle(req, res).catch((err: unknown) => {
         if (!res.headersSent) send(res, 500, `internal error: ${String(err)}\n`);
         else res.destroy();
       });
     });
     await new Promise<void>((resolve, reject) => {
-      server.once("error", (err) => reject(new ServerListenError(this.#host, this.#port, err)));
-      server.listen(this.#port, this.#host, () => resolve());
+      server.once("error", (err) => reject(new ServerListenError(this.host, this.port, err)));
+      server.listen(this.port, this.host, () => resolve());
     });
-    this.#server = server;
+    this.server = server;
     return { port: (server.address() as AddressInfo).port };
   }
 
   /** Stop listening and close every connection, including idle keep-alive ones (they would delay exit). */
   async stop(): Promise<void> {
-    const server = this.#server;
+    const server = this.server;
     if (!server) return;
-    this.#server = undefined;
+    this.server = undefined;
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeAllConnections();
     await closed;
   }
 
-  async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (req.method !== "GET" && req.method !== "HEAD") {
       send(res, 405, "method not allowed\n", { allow: "GET, HEAD" });
       return;
     }
     const url = new URL(req.url ?? "/", "http://localhost");
     const path = url.pathname.replace(/\/+$/, "") || "/";
-    if (path === "/metrics" && this.#registry) {
-      const text = await this.#registry.metrics();
-      send(res, 200, text, { "content-type": this.#registry.contentType });
+    if (path === "/metrics" && this.registry) {
+      const text = await this.registry.metrics();
+      send(res, 200, text, { "content-type": this.registry.contentType });
       return;
     }
-    if (this.#probes) {
+    if (this.probes) {
       for (const [prefix, checks] of [
-        ["/healthz", this.#health],
-        ["/readyz", this.#ready],
+        ["/healthz", this.health],
+        ["/readyz", this.ready],
       ] as const) {
         if (path === prefix) {
-          await this.#probe(res, prefix.slice(1), checks, url.searchParams.has("verbose"));
+          await this.probe(res, prefix.slice(1), checks, url.searchParams.has("verbose"));
           return;
         }
         // /readyz/<name> runs one check, as in controller-runtime and the API server.
@@ -149,7 +149,7 @@ export class OpsServer {
           const name = decodeURIComponent(path.slice(prefix.length + 1));
           const check = checks.get(name);
           if (!check) send(res, 404, `no check named "${name}"\n`);
-          else await this.#probe(res, prefix.slice(1), new Map([[name, check]]), false);
+          else await this.probe(res, prefix.slice(1), new Map([[name, check]]), false);
           return;
         }
       }
@@ -157,14 +157,14 @@ export class OpsServer {
     send(res, 404, "not found\n");
   }
 
-  async #probe(
+  private async probe(
     res: ServerResponse,
     endpoint: string,
     checks: ReadonlyMap<string, Check>,
     verbose: boolean,
   ): Promise<void> {
     const reports = await Promise.all(
-      [...checks].map(([name, check]) => runCheck(name, check, this.#checkTimeoutMs)),
+      [...checks].map(([name, check]) => runCheck(name, check, this.checkTimeoutMs)),
     );
     const failed = reports.some((r) => !r.ok);
     if (!failed && !verbose) {

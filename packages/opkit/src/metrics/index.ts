@@ -123,115 +123,115 @@ export class Metrics {
    * The prom-client registry holding every metric; register your own metrics here so /metrics serves them.
    */
   readonly registry: Registry;
-  readonly #clock: Clock;
-  readonly #queues = new Map<string, ObservableQueue>();
-  readonly #informerSources = new Set<() => readonly ObservableInformer[]>();
+  private readonly clock: Clock;
+  private readonly queues = new Map<string, ObservableQueue>();
+  private readonly informerSources = new Set<() => readonly ObservableInformer[]>();
 
-  readonly #reconcileTotal: Counter<"controller" | "result">;
-  readonly #reconcileErrors: Counter<"controller">;
-  readonly #terminalErrors: Counter<"controller">;
-  readonly #panics: Counter<"controller">;
-  readonly #reconcileTime: Histogram<"controller">;
-  readonly #maxConcurrent: Gauge<"controller">;
-  readonly #activeWorkers: Gauge<"controller">;
+  private readonly reconcileTotal: Counter<"controller" | "result">;
+  private readonly reconcileErrors: Counter<"controller">;
+  private readonly terminalErrors: Counter<"controller">;
+  private readonly panics: Counter<"controller">;
+  private readonly reconcileTime: Histogram<"controller">;
+  private readonly maxConcurrent: Gauge<"controller">;
+  private readonly activeWorkers: Gauge<"controller">;
 
-  readonly #depth: Gauge<QueueLabels>;
-  readonly #adds: Counter<QueueLabels>;
-  readonly #retries: Counter<QueueLabels>;
-  readonly #queueDuration: Histogram<QueueLabels>;
-  readonly #workDuration: Histogram<QueueLabels>;
-  readonly #unfinishedWork: Gauge<QueueLabels>;
-  readonly #longestRunning: Gauge<QueueLabels>;
+  private readonly depth: Gauge<QueueLabels>;
+  private readonly adds: Counter<QueueLabels>;
+  private readonly retries: Counter<QueueLabels>;
+  private readonly queueDuration: Histogram<QueueLabels>;
+  private readonly workDuration: Histogram<QueueLabels>;
+  private readonly unfinishedWork: Gauge<QueueLabels>;
+  private readonly longestRunning: Gauge<QueueLabels>;
 
-  readonly #leader: Gauge<"name">;
-  readonly #requests: Counter<"code" | "method" | "host">;
-  readonly #requestDuration: Histogram<"verb" | "host">;
+  private readonly leader: Gauge<"name">;
+  private readonly requests: Counter<"code" | "method" | "host">;
+  private readonly requestDuration: Histogram<"verb" | "host">;
 
-  readonly #webhookRequests: Counter<"webhook" | "code">;
-  readonly #webhookLatency: Histogram<"webhook">;
-  readonly #webhookInFlight: Gauge<"webhook">;
+  private readonly webhookRequests: Counter<"webhook" | "code">;
+  private readonly webhookLatency: Histogram<"webhook">;
+  private readonly webhookInFlight: Gauge<"webhook">;
 
-  readonly #informerObjects: Gauge<InformerLabels>;
-  readonly #informerSynced: Gauge<InformerLabels>;
-  readonly #watchRestarts: Counter<InformerLabels>;
-  readonly #relists: Counter<InformerLabels>;
+  private readonly informerObjects: Gauge<InformerLabels>;
+  private readonly informerSynced: Gauge<InformerLabels>;
+  private readonly watchRestarts: Counter<InformerLabels>;
+  private readonly relists: Counter<InformerLabels>;
 
   constructor(options: MetricsOptions = {}) {
     this.registry = new Registry();
-    this.#clock = options.clock ?? realClock;
+    this.clock = options.clock ?? realClock;
     const registers = [this.registry];
     if (options.processMetrics ?? true) collectDefaultMetrics({ register: this.registry });
 
-    this.#reconcileTotal = new Counter({
+    this.reconcileTotal = new Counter({
       name: "controller_runtime_reconcile_total",
       help: "Total number of reconciliations per controller",
       labelNames: ["controller", "result"],
       registers,
     });
-    this.#reconcileErrors = new Counter({
+    this.reconcileErrors = new Counter({
       name: "controller_runtime_reconcile_errors_total",
       help: "Total number of reconciliation errors per controller",
       labelNames: ["controller"],
       registers,
     });
-    this.#terminalErrors = new Counter({
+    this.terminalErrors = new Counter({
       name: "controller_runtime_terminal_reconcile_errors_total",
       help: "Total number of terminal reconciliation errors per controller",
       labelNames: ["controller"],
       registers,
     });
-    this.#panics = new Counter({
+    this.panics = new Counter({
       name: "controller_runtime_reconcile_panics_total",
       help: "Total number of reconciliation panics per controller",
       labelNames: ["controller"],
       registers,
     });
-    this.#reconcileTime = new Histogram({
+    this.reconcileTime = new Histogram({
       name: "controller_runtime_reconcile_time_seconds",
       help: "Length of time per reconciliation per controller",
       labelNames: ["controller"],
       buckets: RECONCILE_BUCKETS,
       registers,
     });
-    this.#maxConcurrent = new Gauge({
+    this.maxConcurrent = new Gauge({
       name: "controller_runtime_max_concurrent_reconciles",
       help: "Maximum number of concurrent reconciles per controller",
       labelNames: ["controller"],
       registers,
     });
-    this.#activeWorkers = new Gauge({
+    this.activeWorkers = new Gauge({
       name: "controller_runtime_active_workers",
       help: "Number of currently used workers per controller",
       labelNames: ["controller"],
       registers,
     });
 
-    this.#depth = new Gauge({
+    this.depth = new Gauge({
       name: "workqueue_depth",
       help: "Current depth of workqueue",
       labelNames: ["name", "controller"],
       registers,
     });
-    this.#adds = new Counter({
+    this.adds = new Counter({
       name: "workqueue_adds_total",
       help: "Total number of adds handled by workqueue",
       labelNames: ["name", "controller"],
       registers,
     });
-    this.#retries = new Counter({
+    this.retries = new Counter({
       name: "workqueue_retries_total",
       help: "Total number of retries handled by workqueue",
       labelNames: ["name", "controller"],
       registers,
     });
-    this.#queueDuration = new Histogram({
+    this.queueDuration = new Histogram({
       name: "workqueue_queue_duration_seconds",
       help: "How long in seconds an item stays in workqueue before being requested",
       labelNames: ["name", "controller"],
       buckets: WORKQUEUE_BUCKETS,
       registers,
     });
-    this.#workDuration = new Histogram({
+    this.workDuration = new Histogram({
       name: "workqueue_work_duration_seconds",
       help: "How long in seconds processing an item from workqueue takes",
       labelNames: ["name", "controller"],
@@ -240,7 +240,7 @@ export class Metrics {
     });
     // These two are read from the queues at scrape time: a stuck worker never reports on its own, and
     // exposing exactly that is what these gauges are for.
-    this.#unfinishedWork = new Gauge({
+    this.unfinishedWork = new Gauge({
       name: "workqueue_unfinished_work_seconds",
       help:
         "How many seconds of work has been done that is in progress and hasn't been observed by " +
@@ -248,36 +248,36 @@ export class Metrics {
       labelNames: ["name", "controller"],
       registers,
       collect: () => {
-        for (const [controller, queue] of this.#queues) {
-          this.#unfinishedWork.set({ name: controller, controller }, queue.unfinishedWorkMs() / 1000);
+        for (const [controller, queue] of this.queues) {
+          this.unfinishedWork.set({ name: controller, controller }, queue.unfinishedWorkMs() / 1000);
         }
       },
     });
-    this.#longestRunning = new Gauge({
+    this.longestRunning = new Gauge({
       name: "workqueue_longest_running_processor_seconds",
       help: "How many seconds has the longest running processor for workqueue been running.",
       labelNames: ["name", "controller"],
       registers,
       collect: () => {
-        for (const [controller, queue] of this.#queues) {
-          this.#longestRunning.set({ name: controller, controller }, queue.longestRunningMs() / 1000);
+        for (const [controller, queue] of this.queues) {
+          this.longestRunning.set({ name: controller, controller }, queue.longestRunningMs() / 1000);
         }
       },
     });
 
-    this.#leader = new Gauge({
+    this.leader = new Gauge({
       name: "leader_election_master_status",
       help: "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease.",
       labelNames: ["name"],
       registers,
     });
-    this.#requests = new Counter({
+    this.requests = new Counter({
       name: "rest_client_requests_total",
       help: "Number of HTTP requests, partitioned by status code, method, and host.",
       labelNames: ["code", "method", "host"],
       registers,
     });
-    this.#requestDuration = new Histogram({
+    this.requestDuration = new Histogram({
       name: "rest_client_request_duration_seconds",
       help: "Request latency in seconds. Broken down by verb, and host.",
       labelNames: ["verb", "host"],
@@ -285,20 +285,20 @@ export class Metrics {
       registers,
     });
 
-    this.#webhookRequests = new Counter({
+    this.webhookRequests = new Counter({
       name: "controller_runtime_webhook_requests_total",
       help: "Total number of admission requests by HTTP status code.",
       labelNames: ["webhook", "code"],
       registers,
     });
-    this.#webhookLatency = new Histogram({
+    this.webhookLatency = new Histogram({
       name: "controller_runtime_webhook_latency_seconds",
       help: "Histogram of the latency of processing admission requests",
       labelNames: ["webhook"],
       buckets: WEBHOOK_BUCKETS,
       registers,
     });
-    this.#webhookInFlight = new Gauge({
+    this.webhookInFlight = new Gauge({
       name: "controller_runtime_webhook_requests_in_flight",
       help: "Current number of admission requests being served.",
       labelNames: ["webhook"],
@@ -310,48 +310,48 @@ export class Metrics {
     // does the size of every cache. The counters are the informers' own totals, reset at each scrape
     // so that a removed informer's series disappear.
     const informers = (): Array<{ labels: Record<InformerLabels, string>; i: ObservableInformer }> =>
-      [...this.#informerSources].flatMap((source) =>
+      [...this.informerSources].flatMap((source) =>
         source().map((i) => ({ labels: { kind: i.kind, namespace: i.namespace ?? "" }, i })),
       );
-    this.#informerObjects = new Gauge({
+    this.informerObjects = new Gauge({
       name: "opkit_informer_objects",
       help: "Objects held in the informer's cache, by kind and watched namespace (empty: all).",
       labelNames: ["kind", "namespace"],
       registers,
       collect: () => {
-        this.#informerObjects.reset();
-        for (const { labels, i } of informers()) this.#informerObjects.set(labels, i.objects);
+        this.informerObjects.reset();
+        for (const { labels, i } of informers()) this.informerObjects.set(labels, i.objects);
       },
     });
-    this.#informerSynced = new Gauge({
+    this.informerSynced = new Gauge({
       name: "opkit_informer_synced",
       help: "1 once the informer's first list completed, else 0.",
       labelNames: ["kind", "namespace"],
       registers,
       collect: () => {
-        this.#informerSynced.reset();
-        for (const { labels, i } of informers()) this.#informerSynced.set(labels, i.synced ? 1 : 0);
+        this.informerSynced.reset();
+        for (const { labels, i } of informers()) this.informerSynced.set(labels, i.synced ? 1 : 0);
       },
     });
-    this.#watchRestarts = new Counter({
+    this.watchRestarts = new Counter({
       name: "opkit_informer_watch_restarts_total",
       help: "Watches the informer reopened after its first (stream ended, broke, or went silent).",
       labelNames: ["kind", "namespace"],
       registers,
       collect: () => {
-        this.#watchRestarts.reset();
+        this.watchRestarts.reset();
         for (const { labels, i } of informers())
-          this.#watchRestarts.inc(labels, Math.max(0, i.watchRequests - 1));
+          this.watchRestarts.inc(labels, Math.max(0, i.watchRequests - 1));
       },
     });
-    this.#relists = new Counter({
+    this.relists = new Counter({
       name: "opkit_informer_relists_total",
       help: "Full lists after the first (the watch's resourceVersion expired: 410 Gone).",
       labelNames: ["kind", "namespace"],
       registers,
       collect: () => {
-        this.#relists.reset();
-        for (const { labels, i } of informers()) this.#relists.inc(labels, i.relists);
+        this.relists.reset();
+        for (const { labels, i } of informers()) this.relists.inc(labels, i.relists);
       },
     });
   }
@@ -371,50 +371,50 @@ export class Metrics {
    * controller-runtime, so rate() and absent() work before the first reconcile.
    */
   reconcile(controller: string, options: ReconcileMetricsOptions = {}): ReconcileMetrics {
-    for (const result of RESULT_LABELS) this.#reconcileTotal.inc({ controller, result }, 0);
-    this.#reconcileErrors.inc({ controller }, 0);
-    this.#terminalErrors.inc({ controller }, 0);
-    this.#panics.inc({ controller }, 0);
-    this.#activeWorkers.inc({ controller }, 0);
+    for (const result of RESULT_LABELS) this.reconcileTotal.inc({ controller, result }, 0);
+    this.reconcileErrors.inc({ controller }, 0);
+    this.terminalErrors.inc({ controller }, 0);
+    this.panics.inc({ controller }, 0);
+    this.activeWorkers.inc({ controller }, 0);
     if (options.maxConcurrentReconciles !== undefined) {
-      this.#maxConcurrent.set({ controller }, options.maxConcurrentReconciles);
+      this.maxConcurrent.set({ controller }, options.maxConcurrentReconciles);
     }
     return {
       start: () => {
-        const startedAt = this.#clock.now();
-        this.#activeWorkers.inc({ controller });
+        const startedAt = this.clock.now();
+        this.activeWorkers.inc({ controller });
         let ended = false;
         return {
           end: (outcome) => {
             if (ended) return;
             ended = true;
-            this.#activeWorkers.dec({ controller });
-            this.#reconcileTime.observe({ controller }, (this.#clock.now() - startedAt) / 1000);
-            this.#countOutcome(controller, outcome);
+            this.activeWorkers.dec({ controller });
+            this.reconcileTime.observe({ controller }, (this.clock.now() - startedAt) / 1000);
+            this.countOutcome(controller, outcome);
           },
         };
       },
     };
   }
 
-  #countOutcome(controller: string, outcome: ReconcileOutcome): void {
+  private countOutcome(controller: string, outcome: ReconcileOutcome): void {
     switch (outcome) {
       case "success":
       case "requeue":
       case "requeue_after":
-        this.#reconcileTotal.inc({ controller, result: outcome });
+        this.reconcileTotal.inc({ controller, result: outcome });
         return;
       case "terminal":
-        this.#terminalErrors.inc({ controller });
+        this.terminalErrors.inc({ controller });
         break;
       case "panic":
-        this.#panics.inc({ controller });
+        this.panics.inc({ controller });
         break;
       case "error":
         break;
     }
-    this.#reconcileErrors.inc({ controller });
-    this.#reconcileTotal.inc({ controller, result: "error" });
+    this.reconcileErrors.inc({ controller });
+    this.reconcileTotal.inc({ controller, result: "error" });
   }
 
   /**
@@ -423,15 +423,15 @@ export class Metrics {
    */
   queueMetrics(controller: string): QueueMetrics<string> {
     const labels = { name: controller, controller };
-    this.#depth.set(labels, 0);
-    this.#adds.inc(labels, 0);
-    this.#retries.inc(labels, 0);
+    this.depth.set(labels, 0);
+    this.adds.inc(labels, 0);
+    this.retries.inc(labels, 0);
     return {
-      onAdd: () => this.#adds.inc(labels),
-      onDepth: (depth) => this.#depth.set(labels, depth),
-      onGet: (_key, queuedMs) => this.#queueDuration.observe(labels, queuedMs / 1000),
-      onDone: (_key, workMs) => this.#workDuration.observe(labels, workMs / 1000),
-      onRetry: () => this.#retries.inc(labels),
+      onAdd: () => this.adds.inc(labels),
+      onDepth: (depth) => this.depth.set(labels, depth),
+      onGet: (_key, queuedMs) => this.queueDuration.observe(labels, queuedMs / 1000),
+      onDone: (_key, workMs) => this.workDuration.observe(labels, workMs / 1000),
+      onRetry: () => this.retries.inc(labels),
     };
   }
 
@@ -440,14 +440,14 @@ export class Metrics {
    * longest_running_processor_seconds). Returns a function that stops tracking it.
    */
   trackQueue(controller: string, queue: ObservableQueue): () => void {
-    this.#queues.set(controller, queue);
+    this.queues.set(controller, queue);
     return () => {
-      if (this.#queues.get(controller) !== queue) return;
-      this.#queues.delete(controller);
+      if (this.queues.get(controller) !== queue) return;
+      this.queues.delete(controller);
       const labels = { name: controller, controller };
       // A removed queue must not keep exporting its last values.
-      this.#unfinishedWork.remove(labels);
-      this.#longestRunning.remove(labels);
+      this.unfinishedWork.remove(labels);
+      this.longestRunning.remove(labels);
     };
   }
 
@@ -460,8 +460,8 @@ export class Metrics {
     return (event) => {
       // The transport reports code 0 when no response arrived; client-go labels that "<error>".
       const code = event.code === 0 ? "<error>" : String(event.code);
-      this.#requests.inc({ code, method: event.method, host });
-      if (!event.watch) this.#requestDuration.observe({ verb: event.method, host }, event.durationMs / 1000);
+      this.requests.inc({ code, method: event.method, host });
+      if (!event.watch) this.requestDuration.observe({ verb: event.method, host }, event.durationMs / 1000);
     };
   }
 
@@ -472,21 +472,21 @@ export class Metrics {
    */
   webhook(path: string): WebhookMetrics {
     const webhook = path;
-    this.#webhookInFlight.inc({ webhook }, 0);
-    this.#webhookRequests.inc({ webhook, code: "200" }, 0);
-    this.#webhookRequests.inc({ webhook, code: "500" }, 0);
+    this.webhookInFlight.inc({ webhook }, 0);
+    this.webhookRequests.inc({ webhook, code: "200" }, 0);
+    this.webhookRequests.inc({ webhook, code: "500" }, 0);
     return {
       start: () => {
-        const startedAt = this.#clock.now();
-        this.#webhookInFlight.inc({ webhook });
+        const startedAt = this.clock.now();
+        this.webhookInFlight.inc({ webhook });
         let ended = false;
         return {
           end: (code) => {
             if (ended) return;
             ended = true;
-            this.#webhookInFlight.dec({ webhook });
-            this.#webhookLatency.observe({ webhook }, (this.#clock.now() - startedAt) / 1000);
-            this.#webhookRequests.inc({ webhook, code: String(code) });
+            this.webhookInFlight.dec({ webhook });
+            this.webhookLatency.observe({ webhook }, (this.clock.now() - startedAt) / 1000);
+            this.webhookRequests.inc({ webhook, code: String(code) });
           },
         };
       },
@@ -499,16 +499,16 @@ export class Metrics {
    * passes its cache's `health()`). Returns a function that stops tracking them.
    */
   trackInformers(source: () => readonly ObservableInformer[]): () => void {
-    this.#informerSources.add(source);
+    this.informerSources.add(source);
     return () => {
-      this.#informerSources.delete(source);
+      this.informerSources.delete(source);
     };
   }
 
   /** A callback for LeaderElector's `onLeaderStatus`: 1 while leading the named lease, else 0. */
   leaderStatus(name: string): (leading: boolean) => void {
-    this.#leader.set({ name }, 0);
-    return (leading) => this.#leader.set({ name }, leading ? 1 : 0);
+    this.leader.set({ name }, 0);
+    return (leading) => this.leader.set({ name }, leading ? 1 : 0);
   }
 }
 

@@ -39,37 +39,37 @@ function checkNonNegative(name: string, value: number): void {
 
 /** Per-key exponential backoff: base·2^(failures-1), capped. */
 export class ExponentialFailureRateLimiter<K> implements RateLimiter<K> {
-  readonly #base: number;
-  readonly #max: number;
-  readonly #failures = new Map<K, number>();
+  private readonly base: number;
+  private readonly max: number;
+  private readonly failures = new Map<K, number>();
 
   constructor(options: ExponentialBackoffOptions = {}) {
-    this.#base = options.baseDelayMs ?? DEFAULT_BASE_DELAY_MS;
-    this.#max = options.maxDelayMs ?? DEFAULT_MAX_DELAY_MS;
-    checkNonNegative("baseDelayMs", this.#base);
-    checkNonNegative("maxDelayMs", this.#max);
+    this.base = options.baseDelayMs ?? DEFAULT_BASE_DELAY_MS;
+    this.max = options.maxDelayMs ?? DEFAULT_MAX_DELAY_MS;
+    checkNonNegative("baseDelayMs", this.base);
+    checkNonNegative("maxDelayMs", this.max);
   }
 
   /** Record a failure and return base·2^(failures-1) ms, capped at the maximum. */
   when(key: K): number {
-    const exp = this.#failures.get(key) ?? 0;
-    this.#failures.set(key, exp + 1);
+    const exp = this.failures.get(key) ?? 0;
+    this.failures.set(key, exp + 1);
     // 0 · 2^1024 would be NaN; a zero base means "never wait".
-    if (this.#base === 0) return 0;
+    if (this.base === 0) return 0;
     // 2^exp becomes Infinity past exp 1023, and Infinity is not < max, so long failure streaks land
     // on the cap instead of overflowing.
-    const delay = this.#base * 2 ** exp;
-    return delay < this.#max ? delay : this.#max;
+    const delay = this.base * 2 ** exp;
+    return delay < this.max ? delay : this.max;
   }
 
   /** Forget the key's failures, so its next failure starts at the base delay again. */
   forget(key: K): void {
-    this.#failures.delete(key);
+    this.failures.delete(key);
   }
 
   /** Failures recorded for the key since the last `forget`. */
   retries(key: K): number {
-    return this.#failures.get(key) ?? 0;
+    return this.failures.get(key) ?? 0;
   }
 }
 
@@ -88,11 +88,11 @@ export interface TokenBucketOptions {
  * none is available yet, so tokens go negative and successive calls are spaced 1/qps apart.
  */
 export class TokenBucketRateLimiter<K> implements RateLimiter<K> {
-  readonly #qps: number;
-  readonly #burst: number;
-  readonly #clock: Clock;
-  #tokens: number;
-  #last: number;
+  private readonly qps: number;
+  private readonly burst: number;
+  private readonly clock: Clock;
+  private tokens: number;
+  private last: number;
 
   constructor(options: TokenBucketOptions) {
     if (!(options.qps > 0) || !Number.isFinite(options.qps)) {
@@ -101,21 +101,21 @@ export class TokenBucketRateLimiter<K> implements RateLimiter<K> {
     if (!(options.burst >= 1) || !Number.isFinite(options.burst)) {
       throw new RangeError(`burst must be a finite number >= 1, got ${options.burst}`);
     }
-    this.#qps = options.qps;
-    this.#burst = options.burst;
-    this.#clock = options.clock ?? realClock;
-    this.#tokens = options.burst;
-    this.#last = this.#clock.now();
+    this.qps = options.qps;
+    this.burst = options.burst;
+    this.clock = options.clock ?? realClock;
+    this.tokens = options.burst;
+    this.last = this.clock.now();
   }
 
   /** Take a token and return how long to wait until it is available (0 while the burst lasts). */
   when(_key: K): number {
-    const now = this.#clock.now();
-    const elapsed = Math.max(0, now - this.#last);
-    this.#tokens = Math.min(this.#burst, this.#tokens + (elapsed * this.#qps) / 1000);
-    this.#last = now;
-    this.#tokens -= 1;
-    return this.#tokens >= 0 ? 0 : (-this.#tokens * 1000) / this.#qps;
+    const now = this.clock.now();
+    const elapsed = Math.max(0, now - this.last);
+    this.tokens = Math.min(this.burst, this.tokens + (elapsed * this.qps) / 1000);
+    this.last = now;
+    this.tokens -= 1;
+    return this.tokens >= 0 ? 0 : (-this.tokens * 1000) / this.qps;
   }
 
   /** Nothing to forget: the bucket is shared, not per key. */
@@ -130,29 +130,29 @@ export class TokenBucketRateLimiter<K> implements RateLimiter<K> {
 
 /** Combines limiters: the longest delay wins, and every limiter records every failure. */
 export class MaxOfRateLimiter<K> implements RateLimiter<K> {
-  readonly #limiters: readonly RateLimiter<K>[];
+  private readonly limiters: readonly RateLimiter<K>[];
 
   constructor(...limiters: RateLimiter<K>[]) {
-    this.#limiters = limiters;
+    this.limiters = limiters;
   }
 
   /** Record the failure in every limiter and return the longest delay. */
   when(key: K): number {
     let delay = 0;
     // No short-circuit: each limiter has to see the failure to keep its own state right.
-    for (const limiter of this.#limiters) delay = Math.max(delay, limiter.when(key));
+    for (const limiter of this.limiters) delay = Math.max(delay, limiter.when(key));
     return delay;
   }
 
   /** Forget the key in every limiter. */
   forget(key: K): void {
-    for (const limiter of this.#limiters) limiter.forget(key);
+    for (const limiter of this.limiters) limiter.forget(key);
   }
 
   /** The highest failure count any limiter has for the key. */
   retries(key: K): number {
     let n = 0;
-    for (const limiter of this.#limiters) n = Math.max(n, limiter.retries(key));
+    for (const limiter of this.limiters) n = Math.max(n, limiter.retries(key));
     return n;
   }
 }

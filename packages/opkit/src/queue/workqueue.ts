@@ -96,42 +96,42 @@ function checkPriority(priority: number): number {
  * their own; use one directly only to build a custom worker loop.
  */
 export class WorkQueue<K extends string> {
-  readonly #clock: Clock;
-  readonly #limiter: RateLimiter<K>;
-  readonly #metrics: QueueMetrics<K>;
-  #seq = 0;
+  private readonly clock: Clock;
+  private readonly limiter: RateLimiter<K>;
+  private readonly metrics: QueueMetrics<K>;
+  private seq = 0;
 
   // Keys that need a run, pending or not: a dirty key is either in #queued or in #processing.
-  readonly #dirty = new Map<K, DirtyState>();
+  private readonly dirty = new Map<K, DirtyState>();
   // Pending keys, ready to hand out. The heap may hold replaced entries; #queued has the live one.
-  readonly #queued = new Map<K, ReadyEntry<K>>();
-  readonly #ready = new BinaryHeap<ReadyEntry<K>>((a, b) =>
+  private readonly queued = new Map<K, ReadyEntry<K>>();
+  private readonly ready = new BinaryHeap<ReadyEntry<K>>((a, b) =>
     a.priority !== b.priority ? a.priority > b.priority : a.seq < b.seq,
   );
   // Key → start time of the run.
-  readonly #processing = new Map<K, number>();
+  private readonly processing = new Map<K, number>();
 
-  readonly #waiting = new Map<K, WaitingEntry<K>>();
-  readonly #waitingHeap = new BinaryHeap<WaitingEntry<K>>((a, b) =>
+  private readonly waiting = new Map<K, WaitingEntry<K>>();
+  private readonly waitingHeap = new BinaryHeap<WaitingEntry<K>>((a, b) =>
     a.readyAt !== b.readyAt ? a.readyAt < b.readyAt : a.seq < b.seq,
   );
-  #timer: TimerHandle | undefined;
-  #timerAt = Infinity;
+  private timer: TimerHandle | undefined;
+  private timerAt = Infinity;
 
-  readonly #getters: ((item: QueueItem<K> | undefined) => void)[] = [];
-  readonly #drainWaiters = new Set<DrainWaiter>();
-  #shuttingDown = false;
+  private readonly getters: ((item: QueueItem<K> | undefined) => void)[] = [];
+  private readonly drainWaiters = new Set<DrainWaiter>();
+  private shuttingDown = false;
 
   constructor(options: WorkQueueOptions<K> = {}) {
-    this.#clock = options.clock ?? realClock;
-    this.#limiter = options.rateLimiter ?? defaultControllerRateLimiter<K>();
-    this.#metrics = options.metrics ?? {};
+    this.clock = options.clock ?? realClock;
+    this.limiter = options.rateLimiter ?? defaultControllerRateLimiter<K>();
+    this.metrics = options.metrics ?? {};
   }
 
   /** Marks `key` as needing a run. Ignored after shutdown. */
   add(key: K, options?: AddOptions): void {
-    if (this.#shuttingDown) return;
-    this.#enqueue(key, checkPriority(options?.priority ?? PRIORITY_NORMAL));
+    if (this.shuttingDown) return;
+    this.enqueue(key, checkPriority(options?.priority ?? PRIORITY_NORMAL));
   }
 
   /**
@@ -140,16 +140,16 @@ export class WorkQueue<K extends string> {
    * again when the wait ends, as in client-go.
    */
   addAfter(key: K, ms: number, options?: AddOptions): void {
-    if (this.#shuttingDown) return;
+    if (this.shuttingDown) return;
     const priority = checkPriority(options?.priority ?? PRIORITY_NORMAL);
-    this.#metrics.onRetry?.(key);
+    this.metrics.onRetry?.(key);
     // NaN lands here too: an unknowable delay is safest treated as none.
     if (!(ms > 0)) {
-      this.#enqueue(key, priority);
+      this.enqueue(key, priority);
       return;
     }
-    const readyAt = this.#clock.now() + ms;
-    const existing = this.#waiting.get(key);
+    const readyAt = this.clock.now() + ms;
+    const existing = this.waiting.get(key);
     if (existing !== undefined) {
       // Priority is not part of the waiting order, so it can be raised in place.
       if (priority > existing.priority) existing.priority = priority;
@@ -159,26 +159,26 @@ export class WorkQueue<K extends string> {
       key,
       readyAt,
       priority: Math.max(priority, existing?.priority ?? priority),
-      seq: this.#seq++,
+      seq: this.seq++,
     };
-    this.#waiting.set(key, entry);
-    this.#waitingHeap.push(entry);
-    if (this.#waitingHeap.size > 2 * this.#waiting.size + STALE_SLACK) {
-      this.#waitingHeap.rebuild(this.#waiting.values());
+    this.waiting.set(key, entry);
+    this.waitingHeap.push(entry);
+    if (this.waitingHeap.size > 2 * this.waiting.size + STALE_SLACK) {
+      this.waitingHeap.rebuild(this.waiting.values());
     }
-    this.#armTimer();
+    this.armTimer();
   }
 
   /** Adds `key` after the rate limiter's delay, recording one more failure for it. */
   addRateLimited(key: K, options?: AddOptions): void {
     // Checked first so a shut-down queue does not inflate the failure count.
-    if (this.#shuttingDown) return;
-    this.addAfter(key, this.#limiter.when(key), options);
+    if (this.shuttingDown) return;
+    this.addAfter(key, this.limiter.when(key), options);
   }
 
   /** Resets the backoff of `key`; call it after a successful run. */
   forget(key: K): void {
-    this.#limiter.forget(key);
+    this.limiter.forget(key);
   }
 
   /**
@@ -186,7 +186,7 @@ export class WorkQueue<K extends string> {
    * of retries.
    */
   numRequeues(key: K): number {
-    return this.#limiter.retries(key);
+    return this.limiter.retries(key);
   }
 
   /**
@@ -194,27 +194,27 @@ export class WorkQueue<K extends string> {
    * is pending or due back from a worker. The caller owns the key until it calls `done(key)`.
    */
   get(): Promise<QueueItem<K> | undefined> {
-    const item = this.#take();
-    if (item !== undefined || this.#finished()) return Promise.resolve(item);
-    return new Promise((resolve) => this.#getters.push(resolve));
+    const item = this.take();
+    if (item !== undefined || this.finished()) return Promise.resolve(item);
+    return new Promise((resolve) => this.getters.push(resolve));
   }
 
   /** The next key if one is pending right now, without waiting. */
   tryGet(): QueueItem<K> | undefined {
-    return this.#take();
+    return this.take();
   }
 
   /** Ends the run of `key`; if it was added meanwhile it becomes pending again. Unknown keys are ignored. */
   done(key: K): void {
-    const startedAt = this.#processing.get(key);
+    const startedAt = this.processing.get(key);
     if (startedAt === undefined) return;
-    this.#processing.delete(key);
-    this.#metrics.onDone?.(key, this.#clock.now() - startedAt);
-    const dirty = this.#dirty.get(key);
+    this.processing.delete(key);
+    this.metrics.onDone?.(key, this.clock.now() - startedAt);
+    const dirty = this.dirty.get(key);
     // Even during shutdown: the add was accepted before it, and draining workers will pick it up.
-    if (dirty !== undefined) this.#push(key, dirty.priority);
-    if (this.#finished()) this.#releaseGetters();
-    this.#checkDrained();
+    if (dirty !== undefined) this.push(key, dirty.priority);
+    if (this.finished()) this.releaseGetters();
+    this.checkDrained();
   }
 
   /**
@@ -223,12 +223,12 @@ export class WorkQueue<K extends string> {
    * return `undefined`.
    */
   shutDown(): void {
-    if (this.#shuttingDown) return;
-    this.#shuttingDown = true;
-    this.#waiting.clear();
-    this.#waitingHeap.clear();
-    this.#clearTimer();
-    if (this.#finished()) this.#releaseGetters();
+    if (this.shuttingDown) return;
+    this.shuttingDown = true;
+    this.waiting.clear();
+    this.waitingHeap.clear();
+    this.clearTimer();
+    if (this.finished()) this.releaseGetters();
   }
 
   /**
@@ -238,173 +238,173 @@ export class WorkQueue<K extends string> {
    */
   shutDownWithDrain(graceMs: number): Promise<boolean> {
     this.shutDown();
-    if (this.#isDrained()) return Promise.resolve(true);
+    if (this.isDrained()) return Promise.resolve(true);
     if (!(graceMs > 0)) return Promise.resolve(false);
     return new Promise((resolve) => {
       let timer: TimerHandle | undefined;
       const waiter: DrainWaiter = {
         finish: (drained) => {
-          this.#drainWaiters.delete(waiter);
-          if (timer !== undefined) this.#clock.clearTimeout(timer);
+          this.drainWaiters.delete(waiter);
+          if (timer !== undefined) this.clock.clearTimeout(timer);
           resolve(drained);
         },
       };
-      this.#drainWaiters.add(waiter);
-      if (Number.isFinite(graceMs)) timer = this.#clock.setTimeout(() => waiter.finish(false), graceMs);
+      this.drainWaiters.add(waiter);
+      if (Number.isFinite(graceMs)) timer = this.clock.setTimeout(() => waiter.finish(false), graceMs);
     });
   }
 
   /** Pending keys (not counting keys being processed or waiting for a delay). */
   len(): number {
-    return this.#queued.size;
+    return this.queued.size;
   }
 
   /** Keys handed out and not yet `done`. */
   processingCount(): number {
-    return this.#processing.size;
+    return this.processing.size;
   }
 
   /** Keys waiting for a delayed add to become due. */
   waitingCount(): number {
-    return this.#waiting.size;
+    return this.waiting.size;
   }
 
   /** True after `shutDown`: adds are ignored and `get` returns undefined once drained. */
   isShuttingDown(): boolean {
-    return this.#shuttingDown;
+    return this.shuttingDown;
   }
 
   /** Total time the runs in progress have taken so far (unfinished_work_seconds). */
   unfinishedWorkMs(): number {
-    const now = this.#clock.now();
+    const now = this.clock.now();
     let total = 0;
-    for (const startedAt of this.#processing.values()) total += now - startedAt;
+    for (const startedAt of this.processing.values()) total += now - startedAt;
     return total;
   }
 
   /** Age of the oldest run in progress, 0 when idle (longest_running_processor_seconds). */
   longestRunningMs(): number {
-    const now = this.#clock.now();
+    const now = this.clock.now();
     let longest = 0;
-    for (const startedAt of this.#processing.values()) longest = Math.max(longest, now - startedAt);
+    for (const startedAt of this.processing.values()) longest = Math.max(longest, now - startedAt);
     return longest;
   }
 
-  #enqueue(key: K, priority: number): void {
-    const dirty = this.#dirty.get(key);
+  private enqueue(key: K, priority: number): void {
+    const dirty = this.dirty.get(key);
     if (dirty !== undefined) {
       if (priority > dirty.priority) {
         dirty.priority = priority;
-        const entry = this.#queued.get(key);
+        const entry = this.queued.get(key);
         // Keep the original sequence number: a raised key keeps its place among its new peers.
-        if (entry !== undefined) this.#pushEntry({ key, priority, seq: entry.seq });
+        if (entry !== undefined) this.pushEntry({ key, priority, seq: entry.seq });
       }
       return;
     }
-    this.#dirty.set(key, { priority, addedAt: this.#clock.now() });
-    this.#metrics.onAdd?.(key);
+    this.dirty.set(key, { priority, addedAt: this.clock.now() });
+    this.metrics.onAdd?.(key);
     // A processing key waits for `done`, so no second worker can get it.
-    if (this.#processing.has(key)) return;
-    this.#push(key, priority);
+    if (this.processing.has(key)) return;
+    this.push(key, priority);
   }
 
-  #push(key: K, priority: number): void {
-    this.#pushEntry({ key, priority, seq: this.#seq++ });
-    this.#metrics.onDepth?.(this.#queued.size);
-    this.#dispatch();
+  private push(key: K, priority: number): void {
+    this.pushEntry({ key, priority, seq: this.seq++ });
+    this.metrics.onDepth?.(this.queued.size);
+    this.dispatch();
   }
 
-  #pushEntry(entry: ReadyEntry<K>): void {
-    this.#queued.set(entry.key, entry);
-    this.#ready.push(entry);
-    if (this.#ready.size > 2 * this.#queued.size + STALE_SLACK) this.#ready.rebuild(this.#queued.values());
+  private pushEntry(entry: ReadyEntry<K>): void {
+    this.queued.set(entry.key, entry);
+    this.ready.push(entry);
+    if (this.ready.size > 2 * this.queued.size + STALE_SLACK) this.ready.rebuild(this.queued.values());
   }
 
   // Hands keys to waiting getters synchronously, so the key is marked processing before any other add
   // or done can run.
-  #dispatch(): void {
-    while (this.#getters.length > 0 && this.#queued.size > 0) {
-      const item = this.#take();
+  private dispatch(): void {
+    while (this.getters.length > 0 && this.queued.size > 0) {
+      const item = this.take();
       if (item === undefined) return;
-      (this.#getters.shift() as (item: QueueItem<K>) => void)(item);
+      (this.getters.shift() as (item: QueueItem<K>) => void)(item);
     }
   }
 
-  #take(): QueueItem<K> | undefined {
+  private take(): QueueItem<K> | undefined {
     for (;;) {
-      const entry = this.#ready.pop();
+      const entry = this.ready.pop();
       if (entry === undefined) return undefined;
-      if (this.#queued.get(entry.key) !== entry) continue;
-      this.#queued.delete(entry.key);
-      const now = this.#clock.now();
-      const addedAt = this.#dirty.get(entry.key)?.addedAt ?? now;
-      this.#dirty.delete(entry.key);
-      this.#processing.set(entry.key, now);
-      this.#metrics.onDepth?.(this.#queued.size);
-      this.#metrics.onGet?.(entry.key, now - addedAt);
+      if (this.queued.get(entry.key) !== entry) continue;
+      this.queued.delete(entry.key);
+      const now = this.clock.now();
+      const addedAt = this.dirty.get(entry.key)?.addedAt ?? now;
+      this.dirty.delete(entry.key);
+      this.processing.set(entry.key, now);
+      this.metrics.onDepth?.(this.queued.size);
+      this.metrics.onGet?.(entry.key, now - addedAt);
       return { key: entry.key, priority: entry.priority };
     }
   }
 
-  #peekWaiting(): WaitingEntry<K> | undefined {
+  private peekWaiting(): WaitingEntry<K> | undefined {
     for (;;) {
-      const head = this.#waitingHeap.peek();
-      if (head === undefined || this.#waiting.get(head.key) === head) return head;
-      this.#waitingHeap.pop();
+      const head = this.waitingHeap.peek();
+      if (head === undefined || this.waiting.get(head.key) === head) return head;
+      this.waitingHeap.pop();
     }
   }
 
   // One timer for the earliest ready time; later entries are found when it fires.
-  #armTimer(): void {
-    const head = this.#peekWaiting();
+  private armTimer(): void {
+    const head = this.peekWaiting();
     if (head === undefined) {
-      this.#clearTimer();
+      this.clearTimer();
       return;
     }
-    if (this.#timer !== undefined && this.#timerAt <= head.readyAt) return;
-    this.#clearTimer();
-    this.#timerAt = head.readyAt;
-    this.#timer = this.#clock.setTimeout(() => this.#onTimer(), head.readyAt - this.#clock.now());
+    if (this.timer !== undefined && this.timerAt <= head.readyAt) return;
+    this.clearTimer();
+    this.timerAt = head.readyAt;
+    this.timer = this.clock.setTimeout(() => this.onTimer(), head.readyAt - this.clock.now());
   }
 
-  #onTimer(): void {
-    this.#timer = undefined;
-    this.#timerAt = Infinity;
-    const now = this.#clock.now();
-    for (let head = this.#peekWaiting(); head !== undefined && head.readyAt <= now;) {
-      this.#waitingHeap.pop();
-      this.#waiting.delete(head.key);
-      this.#enqueue(head.key, head.priority);
-      head = this.#peekWaiting();
+  private onTimer(): void {
+    this.timer = undefined;
+    this.timerAt = Infinity;
+    const now = this.clock.now();
+    for (let head = this.peekWaiting(); head !== undefined && head.readyAt <= now;) {
+      this.waitingHeap.pop();
+      this.waiting.delete(head.key);
+      this.enqueue(head.key, head.priority);
+      head = this.peekWaiting();
     }
     // Also covers a timer that fired early (clamped real delays): the head is simply re-armed.
-    this.#armTimer();
+    this.armTimer();
   }
 
-  #clearTimer(): void {
-    if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);
-    this.#timer = undefined;
-    this.#timerAt = Infinity;
+  private clearTimer(): void {
+    if (this.timer !== undefined) this.clock.clearTimeout(this.timer);
+    this.timer = undefined;
+    this.timerAt = Infinity;
   }
 
   // client-go ends getters as soon as the queue is empty, so a key re-added during a run that ends
   // after shutdown finds no worker left. Waiting for such keys keeps the no-lost-update promise.
-  #finished(): boolean {
-    if (!this.#shuttingDown || this.#queued.size > 0) return false;
-    for (const key of this.#processing.keys()) if (this.#dirty.has(key)) return false;
+  private finished(): boolean {
+    if (!this.shuttingDown || this.queued.size > 0) return false;
+    for (const key of this.processing.keys()) if (this.dirty.has(key)) return false;
     return true;
   }
 
-  #releaseGetters(): void {
-    for (const resolve of this.#getters.splice(0)) resolve(undefined);
+  private releaseGetters(): void {
+    for (const resolve of this.getters.splice(0)) resolve(undefined);
   }
 
-  #isDrained(): boolean {
-    return this.#queued.size === 0 && this.#processing.size === 0;
+  private isDrained(): boolean {
+    return this.queued.size === 0 && this.processing.size === 0;
   }
 
-  #checkDrained(): void {
-    if (this.#drainWaiters.size === 0 || !this.#isDrained()) return;
-    for (const waiter of [...this.#drainWaiters]) waiter.finish(true);
+  private checkDrained(): void {
+    if (this.drainWaiters.size === 0 || !this.isDrained()) return;
+    for (const waiter of [...this.drainWaiters]) waiter.finish(true);
   }
 }

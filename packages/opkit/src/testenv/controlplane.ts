@@ -88,18 +88,18 @@ export class ControlPlane {
   readonly name: string;
   /** The directory holding its state, certificates, data and logs. */
   readonly dir: string;
-  readonly #files: EnvFiles;
-  readonly #clock: Clock;
+  private readonly files: EnvFiles;
+  private readonly clock: Clock;
 
   /**
    * @param name the env's name (lowercase letters, digits, '-'); several envs run side by side.
    * @param options.clock the clock for every wait (start-up, health, nodes); the real one by default.
    */
   constructor(name = "default", options: { clock?: Clock } = {}) {
-    this.#files = new EnvFiles(name);
+    this.files = new EnvFiles(name);
     this.name = name;
-    this.dir = this.#files.dir;
-    this.#clock = options.clock ?? realClock;
+    this.dir = this.files.dir;
+    this.clock = options.clock ?? realClock;
   }
 
   /** Names of the environments that have state on this machine. */
@@ -109,12 +109,12 @@ export class ControlPlane {
 
   /** Path of the env's admin kubeconfig (exists once `up` has run). */
   get kubeconfigPath(): string {
-    return this.#files.kubeconfigPath;
+    return this.files.kubeconfigPath;
   }
 
   /** The env's recorded state, or undefined when it has none. */
   state(): Promise<EnvState | undefined> {
-    return this.#files.read();
+    return this.files.read();
   }
 
   /** True when every component recorded in the state runs. */
@@ -132,14 +132,14 @@ export class ControlPlane {
    * nothing and reports the requested settings the env does not have in `differences`.
    */
   async up(opts: UpOptions = {}): Promise<UpResult> {
-    const clock = this.#clock;
+    const clock = this.clock;
     const started = clock.now();
     const say = opts.onProgress ?? (() => undefined);
     const healthTimeoutMs = opts.healthTimeoutMs ?? DEFAULT_HEALTH_TIMEOUT_MS;
     // Validate before touching anything: bad input must not stop a running env.
     const requested = resolveSettings(opts);
     if (await this.isRunning()) {
-      const s = await this.#files.require();
+      const s = await this.files.require();
       return {
         alreadyRunning: true,
         kubeconfig: this.kubeconfigPath,
@@ -185,7 +185,7 @@ export class ControlPlane {
       components: {},
       settings: requested.settings,
     };
-    await this.#files.write(state);
+    await this.files.write(state);
     try {
       say("writing certificates");
       await writeEnvCertificates({
@@ -199,20 +199,20 @@ export class ControlPlane {
       for (const c of COMPONENTS) {
         const t = clock.now();
         // The provisioner's RBAC and the default StorageClass must exist before it starts.
-        if (c === "local-provisioner") await this.#installStorage();
+        if (c === "local-provisioner") await this.installStorage();
         say(`starting ${c}`);
-        await launchComponent(this.#files, state, c, healthTimeoutMs, clock);
+        await launchComponent(this.files, state, c, healthTimeoutMs, clock);
         say(`${c} healthy (${((clock.now() - t) / 1000).toFixed(1)}s)`);
       }
       say(`creating ${requested.nodes} nodes`);
-      await this.#withClient((client) =>
+      await this.withClient((client) =>
         createNodes(client, defaultNodeSpecs(requested.nodes), state.settings.nodeCapacity, {
           timeoutMs: healthTimeoutMs,
           kwokLog: this.logFile("kwok"),
           clock,
         }),
       );
-      await this.#waitForDefaultServiceAccount(healthTimeoutMs);
+      await this.waitForDefaultServiceAccount(healthTimeoutMs);
     } catch (err) {
       await this.down();
       throw err;
@@ -231,7 +231,7 @@ export class ControlPlane {
     if (s) {
       for (const c of [...COMPONENTS].reverse()) {
         const p = s.components[c];
-        if (p) await stopProcess(p, undefined, this.#clock);
+        if (p) await stopProcess(p, undefined, this.clock);
       }
     }
     await rm(this.dir, { recursive: true, force: true });
@@ -239,7 +239,7 @@ export class ControlPlane {
 
   /** Each component: PID, port, whether it runs and whether its health endpoint answers. */
   async status(): Promise<ComponentStatus[]> {
-    const s = await this.#files.require();
+    const s = await this.files.require();
     return Promise.all(
       COMPONENTS.map(async (c) => {
         const p = s.components[c];
@@ -252,17 +252,17 @@ export class ControlPlane {
 
   /** Stop one component (fault injection). Its ports and data stay. */
   async stop(component: ComponentName): Promise<void> {
-    const s = await this.#files.require();
+    const s = await this.files.require();
     const p = s.components[component];
-    if (p) await stopProcess(p, undefined, this.#clock);
+    if (p) await stopProcess(p, undefined, this.clock);
   }
 
   /** Start a stopped component again with the same arguments, ports and data; waits until healthy. */
   async start(component: ComponentName, healthTimeoutMs = DEFAULT_HEALTH_TIMEOUT_MS): Promise<void> {
-    const s = await this.#files.require();
+    const s = await this.files.require();
     const p: ComponentState | undefined = s.components[component];
     if (p && isRunning(p.pid, p.exe, p.args)) return;
-    await launchComponent(this.#files, s, component, healthTimeoutMs, this.#clock);
+    await launchComponent(this.files, s, component, healthTimeoutMs, this.clock);
   }
 
   /** Stop and start one component. */
@@ -277,12 +277,12 @@ export class ControlPlane {
    * Remove them with `removeNodes` (or let `down` take them with the env).
    */
   async addNodes(specs: NodeSpec[], opts: { timeoutMs?: number } = {}): Promise<Node[]> {
-    const s = await this.#files.require();
-    return this.#withClient((client) =>
+    const s = await this.files.require();
+    return this.withClient((client) =>
       createNodes(client, specs, s.settings.nodeCapacity, {
         timeoutMs: opts.timeoutMs ?? DEFAULT_HEALTH_TIMEOUT_MS,
         kwokLog: this.logFile("kwok"),
-        clock: this.#clock,
+        clock: this.clock,
       }),
     );
   }
@@ -292,7 +292,7 @@ export class ControlPlane {
    * node's would be: with the node gone, no simulated kubelet would finish deleting them.
    */
   async removeNodes(names: string[]): Promise<void> {
-    await this.#withClient(async (client) => {
+    await this.withClient(async (client) => {
       for (const n of names) {
         const pods = await client.listAll(Pods, { fieldSelector: `spec.nodeName=${n}` });
         for (const p of pods.items) {
@@ -323,7 +323,7 @@ export class ControlPlane {
     /** The etcd revision compacted to. */
     revision: number;
   }> {
-    const s = await this.#files.require();
+    const s = await this.files.require();
     const { revision } = await compactEtcd(s.ports.etcd);
     if (opts.restartApiserver ?? true) await this.restart("kube-apiserver");
     return { revision };
@@ -331,18 +331,18 @@ export class ControlPlane {
 
   /** A client for this env as the admin user. */
   async client(options: { fieldManager?: string } = {}): Promise<KubeClient> {
-    await this.#files.require();
+    await this.files.require();
     return KubeClient.load({ ...options, kubeconfig: this.kubeconfigPath });
   }
 
   /** The log file of a component (it exists once the component started). */
   logFile(component: ComponentName): string {
-    return this.#files.logFile(component);
+    return this.files.logFile(component);
   }
 
   // ---- internals -------------------------------------------------------------------------------
 
-  async #withClient<T>(fn: (client: KubeClient) => Promise<T>): Promise<T> {
+  private async withClient<T>(fn: (client: KubeClient) => Promise<T>): Promise<T> {
     const client = await KubeClient.load({ kubeconfig: this.kubeconfigPath, fieldManager: "opkit-env" });
     try {
       return await fn(client);
@@ -352,8 +352,8 @@ export class ControlPlane {
   }
 
   /** The default StorageClass and the provisioner's RBAC. */
-  async #installStorage(): Promise<void> {
-    await this.#withClient(async (client) => {
+  private async installStorage(): Promise<void> {
+    await this.withClient(async (client) => {
       for (const o of storageObjects()) {
         try {
           await client.create(o);
@@ -365,15 +365,15 @@ export class ControlPlane {
   }
 
   /** Pods cannot be created in a namespace until its `default` ServiceAccount exists. */
-  async #waitForDefaultServiceAccount(timeoutMs: number): Promise<void> {
-    await this.#withClient(async (client) => {
+  private async waitForDefaultServiceAccount(timeoutMs: number): Promise<void> {
+    await this.withClient(async (client) => {
       try {
         await eventually(
           "the default ServiceAccount",
           () => client.get(ServiceAccounts, "default", { namespace: "default" }),
           timeoutMs,
           250,
-          this.#clock,
+          this.clock,
         );
       } catch (err) {
         throw new ComponentError(

@@ -183,48 +183,48 @@ export interface LocalProvisionerOptions {
  * resync lists them and carries out `planVolumes`. Stops when `stop()` is called.
  */
 export class LocalProvisioner {
-  readonly #opts: Required<Omit<LocalProvisionerOptions, "clock">> & { clock: Clock };
-  readonly #abort = new AbortController();
-  #wake: (() => void) | undefined;
-  #dirty = false;
-  #synced = false;
+  private readonly opts: Required<Omit<LocalProvisionerOptions, "clock">> & { clock: Clock };
+  private readonly abort = new AbortController();
+  private wake: (() => void) | undefined;
+  private dirty = false;
+  private isSynced = false;
 
   constructor(opts: LocalProvisionerOptions) {
-    this.#opts = { resyncMs: 10_000, clock: realClock, ...opts };
+    this.opts = { resyncMs: 10_000, clock: realClock, ...opts };
   }
 
   /** True once the first full sync has succeeded. */
   get synced(): boolean {
-    return this.#synced;
+    return this.isSynced;
   }
 
   /** Run until `stop()`. */
   async run(): Promise<void> {
-    const signal = this.#abort.signal;
-    const watches = [this.#watch(PersistentVolumeClaims, signal), this.#watch(PersistentVolumes, signal)];
+    const signal = this.abort.signal;
+    const watches = [this.watch(PersistentVolumeClaims, signal), this.watch(PersistentVolumes, signal)];
     while (!signal.aborted) {
-      this.#dirty = false;
+      this.dirty = false;
       try {
         await this.syncOnce();
-        this.#synced = true;
+        this.isSynced = true;
       } catch (err) {
-        this.#opts.log.error({ err: String(err) }, "sync failed");
+        this.opts.log.error({ err: String(err) }, "sync failed");
       }
-      if (!this.#dirty) await this.#sleepUntilWoken(this.#opts.resyncMs);
+      if (!this.dirty) await this.sleepUntilWoken(this.opts.resyncMs);
       // Let a burst of events (a StatefulSet's claims) arrive before the next full list.
-      if (!signal.aborted) await sleep(50, this.#opts.clock);
+      if (!signal.aborted) await sleep(50, this.opts.clock);
     }
     await Promise.allSettled(watches);
   }
 
   stop(): void {
-    this.#abort.abort();
-    this.#wake?.();
+    this.abort.abort();
+    this.wake?.();
   }
 
   /** One full pass: list claims, volumes and classes, then create and delete as planned. */
   async syncOnce(): Promise<void> {
-    const { client, volumesDir, log } = this.#opts;
+    const { client, volumesDir, log } = this.opts;
     const [claims, volumes, classes] = await Promise.all([
       client.listAll(PersistentVolumeClaims),
       client.listAll(PersistentVolumes),
@@ -255,39 +255,39 @@ export class LocalProvisioner {
     }
   }
 
-  #sleepUntilWoken(ms: number): Promise<void> {
+  private sleepUntilWoken(ms: number): Promise<void> {
     return new Promise((resolve) => {
-      const clock = this.#opts.clock;
+      const clock = this.opts.clock;
       const handle: { timer?: TimerHandle } = {};
       const done = (): void => {
         if (handle.timer) clock.clearTimeout(handle.timer);
-        this.#wake = undefined;
+        this.wake = undefined;
         resolve();
       };
       handle.timer = clock.setTimeout(done, ms);
-      this.#wake = done;
+      this.wake = done;
     });
   }
 
-  #trigger(): void {
-    this.#dirty = true;
-    this.#wake?.();
+  private trigger(): void {
+    this.dirty = true;
+    this.wake?.();
   }
 
   /** Watch one kind and wake the loop on every event; re-list and re-watch after errors or timeouts. */
-  async #watch(kind: KindRef, signal: AbortSignal): Promise<void> {
-    const { client, log, clock } = this.#opts;
+  private async watch(kind: KindRef, signal: AbortSignal): Promise<void> {
+    const { client, log, clock } = this.opts;
     while (!signal.aborted) {
       try {
         const list = await client.list(kind, { limit: 1, signal });
-        this.#trigger();
+        this.trigger();
         const events = await client.watch(kind, {
           resourceVersion: list.metadata?.resourceVersion,
           allowWatchBookmarks: false,
           timeoutSeconds: 300,
           signal,
         });
-        for await (const _ of events) this.#trigger();
+        for await (const _ of events) this.trigger();
       } catch (err) {
         if (signal.aborted) return;
         log.warn({ kind: kind.kind, err: String(err) }, "watch ended; re-listing");

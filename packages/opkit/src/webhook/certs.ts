@@ -64,7 +64,7 @@ export class CertificateFiles {
   readonly certFile: string;
   /** Path of the private key (PEM). */
   readonly keyFile: string;
-  #seen = "";
+  private seen = "";
 
   constructor(certFile: string, keyFile: string) {
     this.certFile = certFile;
@@ -75,13 +75,13 @@ export class CertificateFiles {
   read(): KeyPair {
     const seen = `${signature(this.certFile)}|${signature(this.keyFile)}`;
     const pair = { cert: readOne(this.certFile), key: readOne(this.keyFile) };
-    this.#seen = seen;
+    this.seen = seen;
     return pair;
   }
 
   /** True when either file differs from the last `read()`. */
   changed(): boolean {
-    return `${signature(this.certFile)}|${signature(this.keyFile)}` !== this.#seen;
+    return `${signature(this.certFile)}|${signature(this.keyFile)}` !== this.seen;
   }
 }
 

@@ -94,13 +94,13 @@ export class LocalWebhooks {
   readonly port: number;
   /** The serving certificate and its CA (registered as caBundle). */
   readonly certificate: ServingCertificate;
-  readonly #ownDir: boolean;
+  private readonly ownDir: boolean;
 
   private constructor(host: string, port: number, certificate: ServingCertificate, ownDir: boolean) {
     this.host = host;
     this.port = port;
     this.certificate = certificate;
-    this.#ownDir = ownDir;
+    this.ownDir = ownDir;
   }
 
   /** Write a CA and a serving certificate for `host` and choose the port. */
@@ -115,7 +115,7 @@ export class LocalWebhooks {
 
   /** The same certificate on another port (e.g. the one a server bound to port 0 got). */
   withPort(port: number): LocalWebhooks {
-    return new LocalWebhooks(this.host, port, this.certificate, this.#ownDir);
+    return new LocalWebhooks(this.host, port, this.certificate, this.ownDir);
   }
 
   /** Where the certificate files are (the server's `certDir`). */
@@ -192,7 +192,7 @@ export class LocalWebhooks {
 
   /** Delete the certificate directory when `prepare` created it. */
   async dispose(): Promise<void> {
-    if (this.#ownDir) await rm(this.certificate.dir, { recursive: true, force: true });
+    if (this.ownDir) await rm(this.certificate.dir, { recursive: true, force: true });
   }
 }
 

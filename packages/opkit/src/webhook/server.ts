@@ -150,18 +150,18 @@ function readBody(req: IncomingMessage, limit: number): Promise<string> {
  * directly in tests or to serve webhooks without a manager.
  */
 export class WebhookServer {
-  readonly #routes = new Map<string, Route>();
-  readonly #host: string;
-  readonly #requestedPort: number;
-  readonly #files: CertificateFiles;
-  readonly #maxRequestBytes: number;
-  readonly #maxConversionBytes: number;
-  readonly #timeoutMs: number;
-  readonly #logger: Logger | undefined;
-  readonly #clock: Clock;
-  #server: Server | undefined;
-  #port = 0;
-  #reloads = 0;
+  private readonly routes = new Map<string, Route>();
+  private readonly host: string;
+  private readonly requestedPort: number;
+  private readonly files: CertificateFiles;
+  private readonly maxRequestBytes: number;
+  private readonly maxConversionBytes: number;
+  private readonly timeoutMs: number;
+  private readonly logger: Logger | undefined;
+  private readonly clock: Clock;
+  private server: Server | undefined;
+  private boundPort = 0;
+  private reloads = 0;
 
   constructor(options: WebhookServerOptions) {
     if (!options.handlers?.length)
@@ -169,40 +169,40 @@ export class WebhookServer {
         "WebhookServer: no handlers; pass validator/defaulter/conversion handlers",
       );
     for (const handler of options.handlers) {
-      const other = this.#routes.get(handler.path);
+      const other = this.routes.get(handler.path);
       if (other)
         throw new WebhookServerConfigError(
           `WebhookServer: two handlers on path ${handler.path} (${describeHandler(other.handler)} and ${describeHandler(handler)}); give one a different path`,
         );
-      this.#routes.set(handler.path, { handler, metrics: options.metrics?.webhook(handler.path) });
+      this.routes.set(handler.path, { handler, metrics: options.metrics?.webhook(handler.path) });
     }
-    this.#host = options.host ?? "0.0.0.0";
-    this.#requestedPort = options.port ?? DEFAULT_WEBHOOK_PORT;
+    this.host = options.host ?? "0.0.0.0";
+    this.requestedPort = options.port ?? DEFAULT_WEBHOOK_PORT;
     const dir = options.certDir ?? DEFAULT_CERT_DIR;
-    this.#files = new CertificateFiles(
+    this.files = new CertificateFiles(
       options.certFile ?? join(dir, CERT_FILE),
       options.keyFile ?? join(dir, KEY_FILE),
     );
-    this.#maxRequestBytes = options.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES;
-    this.#maxConversionBytes = options.maxConversionBytes ?? DEFAULT_MAX_CONVERSION_BYTES;
-    this.#timeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
-    this.#logger = options.logger;
-    this.#clock = options.clock ?? realClock;
+    this.maxRequestBytes = options.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES;
+    this.maxConversionBytes = options.maxConversionBytes ?? DEFAULT_MAX_CONVERSION_BYTES;
+    this.timeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+    this.logger = options.logger;
+    this.clock = options.clock ?? realClock;
   }
 
   /** The port it listens on (after `start`). */
   get port(): number {
-    return this.#port;
+    return this.boundPort;
   }
 
   /** How many times a changed certificate was loaded since start. */
   get certificateReloads(): number {
-    return this.#reloads;
+    return this.reloads;
   }
 
   /** The paths served. */
   get paths(): string[] {
-    return [...this.#routes.keys()];
+    return [...this.routes.keys()];
   }
 
   /** Read the certificate and listen. Throws CertificateError when the files are missing or invalid. */
@@ -210,23 +210,23 @@ export class WebhookServer {
     /** The port it listens on (the chosen one when 0 was asked for). */
     port: number;
   }> {
-    if (this.#server) return { port: this.#port };
-    const pair = this.#files.read();
+    if (this.server) return { port: this.boundPort };
+    const pair = this.files.read();
     try {
       createSecureContext(tlsOptions(pair));
     } catch (err) {
       throw new CertificateError(
-        `${this.#files.certFile} and ${this.#files.keyFile}`,
+        `${this.files.certFile} and ${this.files.keyFile}`,
         `do not hold a usable PEM certificate and matching key (${err instanceof Error ? err.message : String(err)})`,
         { cause: err },
       );
     }
-    const server = createServer({ ...tlsOptions(pair) }, (req, res) => void this.#handle(req, res));
+    const server = createServer({ ...tlsOptions(pair) }, (req, res) => void this.handle(req, res));
     // Before the TLS handshake of each new connection: pick up a rotated certificate. Prepended so it
     // runs before the TLS server's own listener creates the socket with the current context.
-    server.prependListener("connection", () => this.#reloadIfChanged(server));
+    server.prependListener("connection", () => this.reloadIfChanged(server));
     server.on("tlsClientError", (err: Error, socket: Socket) => {
-      this.#logger?.debug({ err: err.message, remote: socket.remoteAddress }, "webhook TLS handshake failed");
+      this.logger?.debug({ err: err.message, remote: socket.remoteAddress }, "webhook TLS handshake failed");
     });
     server.headersTimeout = 10_000;
     server.requestTimeout = 60_000;
@@ -234,35 +234,35 @@ export class WebhookServer {
     await new Promise<void>((resolve, reject) => {
       server.once("error", (err) =>
         reject(
-          new Error(`webhook server cannot listen on ${this.#host}:${this.#requestedPort}: ${err.message}`, {
+          new Error(`webhook server cannot listen on ${this.host}:${this.requestedPort}: ${err.message}`, {
             cause: err,
           }),
         ),
       );
-      server.listen(this.#requestedPort, this.#host, () => resolve());
+      server.listen(this.requestedPort, this.host, () => resolve());
     });
-    server.on("error", (err) => this.#logger?.error({ err: err.message }, "webhook server error"));
-    this.#server = server;
-    this.#port = (server.address() as AddressInfo).port;
-    this.#logger?.info(
-      { host: this.#host, port: this.#port, paths: this.paths, certFile: this.#files.certFile },
+    server.on("error", (err) => this.logger?.error({ err: err.message }, "webhook server error"));
+    this.server = server;
+    this.boundPort = (server.address() as AddressInfo).port;
+    this.logger?.info(
+      { host: this.host, port: this.boundPort, paths: this.paths, certFile: this.files.certFile },
       "webhook server listening",
     );
-    return { port: this.#port };
+    return { port: this.boundPort };
   }
 
-  #reloadIfChanged(server: Server): void {
-    if (!this.#files.changed()) return;
+  private reloadIfChanged(server: Server): void {
+    if (!this.files.changed()) return;
     try {
-      const pair = this.#files.read();
+      const pair = this.files.read();
       server.setSecureContext(tlsOptions(pair));
-      this.#reloads++;
-      this.#logger?.info({ certFile: this.#files.certFile }, "webhook certificate reloaded");
+      this.reloads++;
+      this.logger?.info({ certFile: this.files.certFile }, "webhook certificate reloaded");
     } catch (err) {
       // Usually a rotation in progress (the new certificate beside the old key): keep serving the old
       // pair and try again on the next connection.
-      this.#logger?.warn(
-        { certFile: this.#files.certFile, err: err instanceof Error ? err.message : String(err) },
+      this.logger?.warn(
+        { certFile: this.files.certFile, err: err instanceof Error ? err.message : String(err) },
         "webhook certificate changed but cannot be loaded yet; still serving the previous one",
       );
     }
@@ -273,43 +273,48 @@ export class WebhookServer {
    * certificate is not verified here; the API server does that with the configured caBundle.
    */
   readyCheck(): Promise<WebhookCheckResult> {
-    if (!this.#server) return Promise.resolve({ ok: false, detail: "webhook server not started" });
-    const host = this.#host === "0.0.0.0" || this.#host === "::" ? "127.0.0.1" : this.#host;
+    if (!this.server) return Promise.resolve({ ok: false, detail: "webhook server not started" });
+    const host = this.host === "0.0.0.0" || this.host === "::" ? "127.0.0.1" : this.host;
     return new Promise((resolve) => {
-      const socket = connect({ host, port: this.#port, rejectUnauthorized: false, servername: "localhost" });
-      const timer = this.#clock.setTimeout(() => {
+      const socket = connect({
+        host,
+        port: this.boundPort,
+        rejectUnauthorized: false,
+        servername: "localhost",
+      });
+      const timer = this.clock.setTimeout(() => {
         socket.destroy();
-        resolve({ ok: false, detail: `no TLS handshake with ${host}:${this.#port} within 2s` });
+        resolve({ ok: false, detail: `no TLS handshake with ${host}:${this.boundPort} within 2s` });
       }, 2000);
       socket.once("secureConnect", () => {
-        this.#clock.clearTimeout(timer);
+        this.clock.clearTimeout(timer);
         socket.end();
         resolve({ ok: true });
       });
       socket.once("error", (err: Error) => {
-        this.#clock.clearTimeout(timer);
-        resolve({ ok: false, detail: `TLS handshake with ${host}:${this.#port} failed: ${err.message}` });
+        this.clock.clearTimeout(timer);
+        resolve({ ok: false, detail: `TLS handshake with ${host}:${this.boundPort} failed: ${err.message}` });
       });
     });
   }
 
   /** Stop accepting; in-flight requests get `graceMs` (default 5 s) to finish, then connections close. */
   async stop(graceMs = 5000): Promise<void> {
-    const server = this.#server;
+    const server = this.server;
     if (!server) return;
-    this.#server = undefined;
+    this.server = undefined;
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeIdleConnections();
-    const timer = this.#clock.setTimeout(() => server.closeAllConnections(), graceMs);
+    const timer = this.clock.setTimeout(() => server.closeAllConnections(), graceMs);
     await closed;
-    this.#clock.clearTimeout(timer);
-    this.#logger?.info({ port: this.#port }, "webhook server stopped");
+    this.clock.clearTimeout(timer);
+    this.logger?.info({ port: this.boundPort }, "webhook server stopped");
   }
 
-  async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const started = this.#clock.now();
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const started = this.clock.now();
     const path = new URL(req.url ?? "/", "https://webhook").pathname;
-    const route = this.#routes.get(path);
+    const route = this.routes.get(path);
     const timer = route?.metrics?.start();
     let code = 200;
     const log: Record<string, unknown> = { webhook: path };
@@ -322,7 +327,7 @@ export class WebhookServer {
       if (!/^application\/json\b/i.test(type))
         throw new RequestError(400, `Content-Type is "${type}": webhook requests must be application/json`);
       const handler = route.handler;
-      const limit = handler.type === "conversion" ? this.#maxConversionBytes : this.#maxRequestBytes;
+      const limit = handler.type === "conversion" ? this.maxConversionBytes : this.maxRequestBytes;
       const body = await readBody(req, limit);
       let reply: unknown;
       if (handler.type === "conversion") {
@@ -347,8 +352,8 @@ export class WebhookServer {
           dryRun: request.dryRun === true,
         });
         const response = await handler.admit(request, {
-          timeoutMs: this.#timeoutMs,
-          clock: this.#clock,
+          timeoutMs: this.timeoutMs,
+          clock: this.clock,
         });
         log.allowed = response.allowed;
         if (response.status?.message) log.message = response.status.message;
@@ -375,14 +380,14 @@ export class WebhookServer {
     } finally {
       timer?.end(code);
       log.code = code;
-      log.latencyMs = this.#clock.now() - started;
+      log.latencyMs = this.clock.now() - started;
       const level =
         code !== 200 || log.failed
           ? "warn"
           : log.allowed === false || log.result === "Failure"
             ? "info"
             : "debug";
-      this.#logger?.[level](log, "webhook request");
+      this.logger?.[level](log, "webhook request");
     }
   }
 }
