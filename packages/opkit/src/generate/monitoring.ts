@@ -210,12 +210,21 @@ export function grafanaDashboard(input: MonitoringInput): Record<string, unknown
   };
 }
 
+/** A monitoring.coreos.com/v1 PrometheusRule, as far as opkit writes one. */
+export interface PrometheusRuleObject extends KubeObject {
+  /** The rule groups Prometheus evaluates. */
+  spec: {
+    /** Groups of alerting rules (name, rules with alert, expr, for, labels, annotations). */
+    groups: unknown[];
+  };
+}
+
 /**
  * A PrometheusRule (monitoring.coreos.com/v1) with three alerts for the operator's job: a queue with
  * work and no reconciles finishing for 15 minutes (or one reconcile running over 10 minutes), more
  * than 10% of reconciles failing for 15 minutes, and no replica leading for 5 minutes.
  */
-export function prometheusRule(input: MonitoringInput): KubeObject & { spec: { groups: unknown[] } } {
+export function prometheusRule(input: MonitoringInput): PrometheusRuleObject {
   const job = `job="${input.name}"`;
   const labels = { severity: "warning", operator: input.name };
   return {
