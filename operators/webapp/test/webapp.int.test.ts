@@ -245,6 +245,9 @@ describe("WebApp operator", () => {
 
   it("deleting the WebApp removes everything, the claim too", async () => {
     await env.client.delete(WebApp, NAME, { namespace: ns });
+    // Garbage collection cascades (WebApp → StatefulSet → Pod, then the claim once no pod uses it) at the
+    // controller-manager's pace, which a loaded machine slows down: allow it time, and say what is left.
+    let remaining = "";
     await eventually(
       "every child garbage-collected",
       async () => {
@@ -261,10 +264,18 @@ describe("WebApp operator", () => {
         const pods = (
           await env.client.list(Pods, { namespace: ns, labelSelector: `app.kubernetes.io/instance=${NAME}` })
         ).items;
+        remaining = [...left, ...pods]
+          .map(
+            (o) =>
+              `${o!.kind ?? "Pod"}/${o!.metadata.name}${o!.metadata.finalizers?.length ? ` finalizers ${o!.metadata.finalizers.join(",")}` : ""}`,
+          )
+          .join(", ");
         return left.length === 0 && pods.length === 0;
       },
-      30_000,
-    );
+      120_000,
+    ).catch((err: unknown) => {
+      throw new Error(`${String(err)}; still there: ${remaining}`);
+    });
   });
 
   it("a Secret of the same name that it does not own: Conflict, and the Secret is left as it is", async () => {
