@@ -245,8 +245,10 @@ describe("WebApp operator", () => {
 
   it("deleting the WebApp removes everything, the claim too", async () => {
     await env.client.delete(WebApp, NAME, { namespace: ns });
-    // Garbage collection cascades (WebApp → StatefulSet → Pod, then the claim once no pod uses it) at the
-    // controller-manager's pace, which a loaded machine slows down: allow it time, and say what is left.
+    // Garbage collection cascades (WebApp → StatefulSet → Pod, then the claim once no pod uses it). On a
+    // control plane where the WebApp CRD is new, the garbage collector only starts to watch WebApps at its
+    // next discovery resync (every 30 s), so the first deletion can take over 30 s (36 s measured on a fresh
+    // env, 0.1–0.3 s afterwards): allow 120 s, and say what is left.
     let remaining = "";
     await eventually(
       "every child garbage-collected",
