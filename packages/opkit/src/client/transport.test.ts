@@ -23,6 +23,7 @@ import {
   TooManyRequestsError,
   UnauthorizedError,
 } from "./errors.ts";
+import { FakeClock } from "../clock/index.ts";
 import { fakeApiServer, status, type Handler, type FakeServer } from "./testdata/fake-apiserver.ts";
 import type { ClusterConfig } from "./config.ts";
 
@@ -166,6 +167,30 @@ describe("Transport retries", () => {
       await srv?.close();
     }
   });
+
+  // The 2 s test timeout is what fails a real 5 s timer: only the fake clock can end the grace period.
+  it(
+    "close waits its grace period on the injected clock for a request in flight, then cuts it",
+    { timeout: 2_000 },
+    async () => {
+      const clock = new FakeClock();
+      await withServer(
+        () => "hang",
+        async (t, srv) => {
+          const inFlight = t.request({ method: "GET", path: "/slow" }).catch((err: unknown) => err);
+          while (srv.requests.length === 0) await new Promise((r) => setImmediate(r));
+          let closed = false;
+          const closing = t.close(5_000).then(() => (closed = true));
+          await new Promise((r) => setTimeout(r, 50));
+          assert.equal(closed, false, "the grace period has not passed on the clock");
+          clock.advance(5_000);
+          await closing;
+          assert.ok((await inFlight) instanceof Error, "the hung request was cut");
+        },
+        { clock },
+      );
+    },
+  );
 
   it("does not retry requests on a closed transport", async () => {
     let sleeps = 0;

@@ -19,6 +19,7 @@ import { setTimeout as delay } from "node:timers/promises";
 import { Pool, ProxyAgent } from "undici";
 import type { Dispatcher } from "undici";
 import type { Readable } from "node:stream";
+import { realClock, type Clock, type TimerHandle } from "../clock/index.ts";
 import { createLogger, type Logger } from "../logging/index.ts";
 import type { ClusterConfig } from "./config.ts";
 import { Credentials, type CredentialsEvent, type TlsMaterial } from "./credentials.ts";
@@ -78,6 +79,8 @@ export interface ServerWarning {
 
 /** How the transport retries, waits, throttles, identifies itself and reports. */
 export interface TransportOptions {
+  /** Time source for the close grace period (tests inject a FakeClock; default the real clock). */
+  clock?: Clock;
   /** Retries after the first attempt (default 5); see the module comment for which requests retry. */
   maxRetries?: number;
   /** Called after each HTTP exchange; the manager maps it to rest_client_requests_total. */
@@ -424,12 +427,13 @@ export class Transport {
     if (this.closed) return;
     this.closed = true;
     const pools = [this.dispatcher, ...this.retiring].filter((d): d is Dispatcher => d !== undefined);
-    let timer: NodeJS.Timeout | undefined;
+    const clock = this.options.clock ?? realClock;
+    let timer: TimerHandle | undefined;
     const closed = await Promise.race([
       Promise.all(pools.map((d) => d.close())).then(() => true),
-      new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), graceMs))),
+      new Promise<false>((resolve) => (timer = clock.setTimeout(() => resolve(false), graceMs))),
     ]);
-    clearTimeout(timer);
+    if (timer !== undefined) clock.clearTimeout(timer);
     if (!closed) await Promise.all(pools.map((d) => d.destroy().catch(() => undefined)));
   }
 
