@@ -128,6 +128,19 @@ describe("a new operator project, as a new user makes it", () => {
     assert.equal(gen.code, 0, gen.stderr);
     assert.match(gen.stdout, /wrote config\/crds\/memcacheds.cache.scaffold.opkit.dev.yaml/);
     assert.equal(opkit(["generate"], project).stdout.trim(), "up to date: nothing changed");
+    // --check (for CI) names a stale file, fails, and leaves the project as it was.
+    assert.equal(opkit(["generate", "--check"], project).stdout.trim(), "up to date: nothing would change");
+    const rbacFile = join(project, "config/rbac.yaml");
+    const stale = readFileSync(rbacFile, "utf8") + "# edited by hand\n";
+    writeFileSync(rbacFile, stale);
+    const check = opkit(["generate", "--check"], project);
+    assert.equal(check.code, 1);
+    assert.match(
+      check.stderr,
+      /out of date with src\/operator.ts: config\/rbac\/role.yaml; run `opkit generate`/,
+    );
+    assert.equal(readFileSync(rbacFile, "utf8"), stale, "--check writes nothing");
+    assert.match(opkit(["generate"], project).stdout, /wrote config\/rbac\/role.yaml/);
     const crd = parse(
       readFileSync(join(project, "config/crds/memcacheds.cache.scaffold.opkit.dev.yaml"), "utf8"),
     ) as {

@@ -6,7 +6,8 @@
  */
 import { Command } from "commander";
 import { existsSync } from "node:fs";
-import { readFile, readdir, stat } from "node:fs/promises";
+import { cp, mkdtemp, readFile, readdir, rm, stat } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import {
   KubeClient,
@@ -110,10 +111,26 @@ export async function projectObjects(
   });
 }
 
+/** What `opkit generate` writes, relative to the project root. */
+const GENERATED = ["config", "chart", "Dockerfile", ".dockerignore"];
+
+/** `opkit generate --check` found files that differ from what the project's definition makes. */
+export class StaleGeneratedFilesError extends Error {
+  /** The files, relative to the project, that `opkit generate` would rewrite. */
+  readonly files: readonly string[];
+  constructor(files: readonly string[]) {
+    super(
+      `generated files are out of date with src/operator.ts: ${files.join(", ")}; run \`opkit generate\` and commit them`,
+    );
+    this.name = "StaleGeneratedFilesError";
+    this.files = files;
+  }
+}
+
 /** Contents of the generated files, to report which ones a run changed. */
 async function snapshot(root: string): Promise<Map<string, string>> {
   const out = new Map<string, string>();
-  for (const sub of ["config", "chart", "Dockerfile", ".dockerignore"]) {
+  for (const sub of GENERATED) {
     const path = join(root, sub);
     if (!existsSync(path)) continue;
     const files = (await stat(path)).isDirectory()
@@ -126,11 +143,19 @@ async function snapshot(root: string): Promise<Map<string, string>> {
   return out;
 }
 
-/** Generate everything; returns the files whose content changed (none on an unchanged project). */
-export async function generateProject(dir: string, opts: GenerateOptions = {}): Promise<string[]> {
-  const root = resolve(dir);
-  const op = await loadOperator(root);
-  const objects = await projectObjects(op, { ...opts, dir: root });
+/**
+ * Generate everything; returns the files whose content changed (none on an unchanged project). With
+ * `out`, the files are written under that directory instead of the project (the definition and the
+ * webhook certificate still come from the project).
+ */
+export async function generateProject(
+  dir: string,
+  opts: GenerateOptions & { out?: string } = {},
+): Promise<string[]> {
+  const project = resolve(dir);
+  const root = resolve(opts.out ?? project);
+  const op = await loadOperator(project);
+  const objects = await projectObjects(op, { ...opts, dir: project });
   const before = await snapshot(root);
   const monitoring = { name: op.name, namespace: op.namespace ?? `${op.name}-system` };
   await writeKustomize(join(root, "config"), objects, monitoringFiles(monitoring));
@@ -143,7 +168,7 @@ export async function generateProject(dir: string, opts: GenerateOptions = {}): 
   });
   // Projects run their TypeScript directly on Node 24; the "build" script type-checks.
   // A project made with vendored opkit tarballs (file:vendor/*.tgz in the lockfile) needs them for npm ci.
-  const installFiles = existsSync(join(root, "vendor")) ? ["vendor"] : [];
+  const installFiles = existsSync(join(project, "vendor")) ? ["vendor"] : [];
   const recipe = dockerfile({
     entrypoint: "src/main.ts",
     buildScript: "typecheck",
@@ -153,7 +178,24 @@ export async function generateProject(dir: string, opts: GenerateOptions = {}): 
   await writeIfChanged(join(root, "Dockerfile"), recipe);
   await writeIfChanged(join(root, ".dockerignore"), dockerignore());
   const after = await snapshot(root);
-  return [...after.keys()].filter((f) => before.get(f) !== after.get(f)).sort();
+  const keys = new Set([...before.keys(), ...after.keys()]);
+  return [...keys].filter((f) => before.get(f) !== after.get(f)).sort();
+}
+
+/**
+ * The files `opkit generate` would change, without touching the project: it generates into a copy of
+ * the checked-in files. CI runs this so a definition change never ships with stale CRDs or RBAC.
+ */
+export async function staleGeneratedFiles(dir: string, opts: GenerateOptions = {}): Promise<string[]> {
+  const project = resolve(dir);
+  const out = await mkdtemp(join(tmpdir(), "opkit-generate-check-"));
+  try {
+    for (const f of GENERATED)
+      if (existsSync(join(project, f))) await cp(join(project, f), join(out, f), { recursive: true });
+    return await generateProject(project, { ...opts, out });
+  } finally {
+    await rm(out, { recursive: true, force: true });
+  }
 }
 
 async function applyAll(
@@ -186,7 +228,14 @@ export function generateCommands(): Command[] {
       "webhook serving certificate: opkit (a generated Secret) or cert-manager (default: the operator's webhookCertificates, else opkit)",
       checkWebhookCerts,
     )
-    .action(async (dir: string, o: { image?: string; webhookCerts: WebhookCertsMode }) => {
+    .option("--check", "write nothing; fail naming the files that generate would change (for CI)")
+    .action(async (dir: string, o: { image?: string; webhookCerts: WebhookCertsMode; check?: boolean }) => {
+      if (o.check) {
+        const stale = await staleGeneratedFiles(dir, o);
+        if (stale.length) throw new StaleGeneratedFilesError(stale);
+        console.log("up to date: nothing would change");
+        return;
+      }
       const written = await generateProject(dir, o);
       console.log(
         written.length ? written.map((f) => `wrote ${f}`).join("\n") : "up to date: nothing changed",
