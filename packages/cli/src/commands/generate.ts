@@ -98,6 +98,7 @@ export async function projectObjects(
     resolve: builtinResolver(
       defs.map((d) => ({ group: d.group, plural: d.plural, scope: d.scope, kind: d.kind })),
     ),
+    ownKinds: defs.map((d) => ({ apiVersion: d.apiVersion, kind: d.kind })),
   });
   return manifestsFor({
     name: op.name,

@@ -84,6 +84,44 @@ test("cluster-wide: exact least-privilege rules, merged and sorted", async () =>
   ]);
 });
 
+test("ownKinds: a reconciled kind that is not the operator's own is only read", async () => {
+  const Pods = kindRef("v1", "Pod");
+  const objs = await rbacFor({
+    name: "op",
+    namespace: "op-system",
+    controllers: [
+      // Another project's or a built-in kind, reconciled without children: read only.
+      { forKind: Pods, ownedKinds: [], watchedKinds: [] },
+      // A built-in kind with children: its finalizers, so the children can block its deletion.
+      { forKind: Nodes, ownedKinds: [ConfigMaps], watchedKinds: [] },
+      // The operator's own kind, under another version than the one listed: written as before.
+      { forKind: kindRef("example.com/v2", "Widget"), ownedKinds: [], watchedKinds: [] },
+    ],
+    resolve: async (k) =>
+      k.kind === "Widget" ? { group: "example.com", resource: "widgets", namespaced: true } : resolve(k),
+    ownKinds: [Widgets],
+  });
+  const cr = byKind(objs, "ClusterRole")[0] as unknown as Rules;
+  assert.deepEqual(cr.rules, [
+    {
+      apiGroups: [""],
+      resources: ["configmaps"],
+      verbs: ["get", "list", "watch", "create", "update", "patch", "delete"],
+    },
+    { apiGroups: [""], resources: ["events"], verbs: ["create", "patch"] },
+    { apiGroups: [""], resources: ["nodes", "pods"], verbs: ["get", "list", "watch"] },
+    { apiGroups: [""], resources: ["nodes/finalizers"], verbs: ["update"] },
+    { apiGroups: ["events.k8s.io"], resources: ["events"], verbs: ["create", "patch"] },
+    {
+      apiGroups: ["example.com"],
+      resources: ["widgets"],
+      verbs: ["get", "list", "watch", "update", "patch"],
+    },
+    { apiGroups: ["example.com"], resources: ["widgets/finalizers"], verbs: ["update"] },
+    { apiGroups: ["example.com"], resources: ["widgets/status"], verbs: ["get", "update", "patch"] },
+  ]);
+});
+
 test("watchNamespace: namespaced kinds in a Role there; cluster-scoped kinds keep a ClusterRole", async () => {
   const objs = await rbacFor({
     name: "widget-op",

@@ -59,6 +59,15 @@ export interface RbacInput {
   watchNamespace?: string;
   /** How kinds are resolved to resources and scopes. */
   resolve: KindResolver;
+  /**
+   * The operator's own kinds (its `defineKind`s). A reconciled (`for`) kind among them may be written:
+   * update/patch (finalizers live in its metadata), its status, its finalizers. A reconciled kind that is
+   * not the operator's own (a built-in such as Pods, or another project's CRD) is only read, plus
+   * `<resource>/finalizers` update when the controller owns children (to set blockOwnerDeletion); any
+   * write to it is asked for in `extraRules`. Compared by group and kind (every version). Omitted: every
+   * reconciled kind counts as the operator's own.
+   */
+  ownKinds?: readonly KindRef[];
 }
 
 /**
@@ -178,17 +187,22 @@ export async function rbacFor(input: RbacInput): Promise<KubeObject[]> {
   const watched = new RuleSet();
   const scoped = (namespaced: boolean): RuleSet => (namespaced && input.watchNamespace ? watched : cluster);
 
-  const roles = new Map<string, { kind: KindRef; role: "for" | "owns" | "watches" }[]>();
-  const note = (kind: KindRef, role: "for" | "owns" | "watches") => {
-    const key = `${kind.apiVersion}/${kind.kind}`;
+  type Use = { kind: KindRef; role: "for" | "owns" | "watches"; ownsChildren?: boolean };
+  const roles = new Map<string, Use[]>();
+  const note = (use: Use) => {
+    const key = `${use.kind.apiVersion}/${use.kind.kind}`;
     const list = roles.get(key) ?? [];
-    list.push({ kind, role });
+    list.push(use);
     roles.set(key, list);
   };
+  // By group and kind: every version of an own kind is the operator's own.
+  const groupKind = (k: KindRef) =>
+    `${k.apiVersion.includes("/") ? k.apiVersion.split("/")[0] : ""}/${k.kind}`;
+  const own = input.ownKinds && new Set(input.ownKinds.map(groupKind));
   for (const c of input.controllers) {
-    note(c.forKind, "for");
-    for (const k of c.ownedKinds) note(k, "owns");
-    for (const k of c.watchedKinds) note(k, "watches");
+    note({ kind: c.forKind, role: "for", ownsChildren: c.ownedKinds.length > 0 });
+    for (const k of c.ownedKinds) note({ kind: k, role: "owns" });
+    for (const k of c.watchedKinds) note({ kind: k, role: "watches" });
   }
 
   for (const uses of [...roles.values()]) {
@@ -204,12 +218,16 @@ export async function rbacFor(input: RbacInput): Promise<KubeObject[]> {
     const set = scoped(r.namespaced);
     // Every cached kind is listed and watched by the informer and read by reconcilers.
     set.add(r.group, r.resource, READ);
+    const ours = !own || own.has(groupKind(kind));
     for (const u of uses) {
-      if (u.role === "for") {
+      if (u.role === "for" && ours) {
         // Finalizers live in the object's metadata: adding and removing them patches the object itself.
         set.add(r.group, r.resource, ["update", "patch"]);
         set.add(r.group, `${r.resource}/status`, ["get", "update", "patch"]);
         // Needed to set blockOwnerDeletion on children (OwnerReferencesPermissionEnforcement).
+        set.add(r.group, `${r.resource}/finalizers`, ["update"]);
+      } else if (u.role === "for" && u.ownsChildren) {
+        // Someone else's kind: read only, but its children carry blockOwnerDeletion.
         set.add(r.group, `${r.resource}/finalizers`, ["update"]);
       } else if (u.role === "owns") {
         set.add(r.group, r.resource, WRITE);
