@@ -228,8 +228,11 @@ describe("opkit-scheduler", () => {
     );
     await env.client.create(scored("balanced", "opkit-balanced"));
     assert.equal(await nodeOf("balanced"), "sched-b", "BalancedAllocation x5: the evener node");
-    const lines = op.output.filter((l) => l.includes('"bound"') && /"opkit-(least|balanced)"/.test(l));
-    assert.equal(lines.length, 2, "each decision is logged with its scores");
+    // The log line may reach us a moment after the binding does.
+    const decisions = () =>
+      op.output.filter((l) => l.includes('"bound"') && /"opkit-(least|balanced)"/.test(l));
+    await eventually("each decision is logged with its scores", () => decisions().length === 2);
+    const lines = decisions();
     for (const l of lines) {
       const { profile, node, scores } = JSON.parse(l) as { profile: string; node: string; scores: object };
       t.diagnostic(`${profile} → ${node} ${JSON.stringify(scores)}`);
