@@ -135,12 +135,9 @@ describe("a new operator project, as a new user makes it", () => {
     writeFileSync(rbacFile, stale);
     const check = opkit(["generate", "--check"], project);
     assert.equal(check.code, 1);
-    assert.match(
-      check.stderr,
-      /out of date with src\/operator.ts: config\/rbac\/role.yaml; run `opkit generate`/,
-    );
+    assert.match(check.stderr, /out of date with src\/operator.ts: config\/rbac.yaml; run `opkit generate`/);
     assert.equal(readFileSync(rbacFile, "utf8"), stale, "--check writes nothing");
-    assert.match(opkit(["generate"], project).stdout, /wrote config\/rbac\/role.yaml/);
+    assert.match(opkit(["generate"], project).stdout, /wrote config\/rbac.yaml/);
     const crd = parse(
       readFileSync(join(project, "config/crds/memcacheds.cache.scaffold.opkit.dev.yaml"), "utf8"),
     ) as {
