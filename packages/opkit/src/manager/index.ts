@@ -13,6 +13,7 @@
 export {
   Manager,
   ManagerConfigError,
+  GracefulShutdownTimeoutError,
   type LeaderElectionOptions,
   type ListenAddress,
   type ManagerOptions,

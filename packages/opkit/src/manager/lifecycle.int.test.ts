@@ -16,7 +16,7 @@ import { useTestEnv, type TestEnv } from "../testenv/testing.ts";
 import { eventually } from "../testenv/eventually.ts";
 import { takeOverLease } from "./testdata/takeover.ts";
 import { createLogger } from "../logging/index.ts";
-import { Manager } from "./manager.ts";
+import { GracefulShutdownTimeoutError, Manager } from "./manager.ts";
 
 const ConfigMaps = kindRef<KubeObject>("v1", "ConfigMap");
 
@@ -200,5 +200,46 @@ describe("manager lifecycle", () => {
     );
     await assert.rejects(env.client.get(ConfigMaps, "late", { namespace: ns }), NotFoundError);
     assert.ok(lateWrite, "the late create failed (its signal was aborted)");
+  });
+
+  it("run() rejects when the grace period ends with a reconcile still running, and resolves after a clean stop", async () => {
+    const ns = await env.namespace("grace");
+    const runOnce = async (name: string, reconcileMs: number) => {
+      const client = await KubeClient.load({ kubeconfig: env.kubeconfigPath });
+      const mgr = await Manager.create({
+        client,
+        name,
+        logger: createLogger({ name, level: "silent" }),
+        metrics: false,
+        health: false,
+        cache: { namespace: ns },
+        leaderElection: false,
+        gracefulShutdownMs: 300,
+      });
+      let started = false;
+      mgr.add(
+        controller(name)
+          .for(ConfigMaps)
+          .reconcile(async (req) => {
+            if (req.name !== name) return;
+            started = true;
+            // Ignores ctx.signal on purpose.
+            await new Promise((r) => setTimeout(r, reconcileMs));
+          }),
+      );
+      const running = mgr.run();
+      await env.client.create({ apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: ns } });
+      await eventually(`${name}: the reconcile started`, () => started, 30_000, 20);
+      void mgr.stop();
+      return running;
+    };
+    const err = await runOnce("stuck", 3_000).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    assert.ok(err instanceof GracefulShutdownTimeoutError, `rejected with ${String(err)}`);
+    assert.deepEqual(err.unfinished, ["stuck"]);
+    assert.match(err.message, /300 ms grace period; still running: stuck/);
+    await runOnce("quick", 50);
   });
 });

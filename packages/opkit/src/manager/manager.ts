@@ -132,6 +132,26 @@ export class ManagerConfigError extends Error {
 }
 
 /**
+ * A graceful stop ran out of its grace period: some reconcile or runnable had not finished and was
+ * abandoned. `run()` rejects with it after the stop completed, so the process exits non-zero (as
+ * controller-runtime's manager returns an error then) and an orchestrator sees the unclean stop.
+ */
+export class GracefulShutdownTimeoutError extends Error {
+  /** The grace period that was exceeded, in milliseconds. */
+  readonly graceMs: number;
+  /** What did not finish in time: controller names, and "runnables". */
+  readonly unfinished: readonly string[];
+  constructor(graceMs: number, unfinished: readonly string[]) {
+    super(
+      `graceful shutdown exceeded its ${graceMs} ms grace period; still running: ${unfinished.join(", ")} (raise gracefulShutdownMs, or let reconciles honour ctx.signal)`,
+    );
+    this.name = "GracefulShutdownTimeoutError";
+    this.graceMs = graceMs;
+    this.unfinished = unfinished;
+  }
+}
+
+/**
  * Runs an operator: one client, one shared cache, the controllers and runnables, metrics and health servers,
  * optional leader election and webhooks, started in order and stopped gracefully on SIGTERM. Create it with
  * `Manager.create`, add controllers, then `start()` (or `run()`).
@@ -159,6 +179,7 @@ export class Manager {
   private stopped: Promise<void> | undefined;
   private opening: Promise<void> | undefined;
   private lost: LeadershipLostError | undefined;
+  private unclean: GracefulShutdownTimeoutError | undefined;
   private readonly stopRequested: (() => void)[] = [];
   private resolveDone: (() => void) | undefined;
   /** Resolves once the manager has stopped (gracefully or after losing leadership). */
@@ -441,9 +462,12 @@ export class Manager {
       // A standby must not win the Lease while it is shutting down.
       if (this.elector && !this.leaderWorkStarted) await this.elector.stop({ release: false });
       const drained = await Promise.all(this.controllers.map((c) => c.stop(grace)));
-      if (drained.some((d) => !d))
-        this.logger.warn({ graceMs: grace }, "some reconciles did not finish within the grace period");
-      await this.stopRunnables(grace);
+      const unfinished = this.controllers.filter((_, i) => !drained[i]).map((c) => c.name);
+      if (!(await this.stopRunnables(grace))) unfinished.push("runnables");
+      if (unfinished.length) {
+        this.unclean = new GracefulShutdownTimeoutError(grace, unfinished);
+        this.logger.warn({ graceMs: grace, unfinished }, "some work did not finish within the grace period");
+      }
       await this.elector?.stop({ release: le && !this.lost ? (le.releaseOnCancel ?? true) : false });
       await this.cache.stop();
       await this.webhookServer?.stop();
@@ -455,21 +479,25 @@ export class Manager {
     return this.stopped;
   }
 
-  private async stopRunnables(graceMs: number): Promise<void> {
+  /** Abort the runnables and wait for them within the grace period; false when some did not end. */
+  private async stopRunnables(graceMs: number): Promise<boolean> {
     const all = [...this.runnableStops.values()];
+    if (!all.length) return true;
     for (const r of all) r.abort.abort(new Error("manager stopping"));
     const clock = this.opts.clock ?? realClock;
     let timer: TimerHandle | undefined;
-    await Promise.race([
-      Promise.all(all.map((r) => r.done)),
-      new Promise<void>((resolve) => (timer = clock.setTimeout(resolve, graceMs))),
+    const ended = await Promise.race([
+      Promise.all(all.map((r) => r.done)).then(() => true),
+      new Promise<boolean>((resolve) => (timer = clock.setTimeout(() => resolve(false), graceMs))),
     ]);
     if (timer !== undefined) clock.clearTimeout(timer);
+    return ended;
   }
 
   /**
    * Start, then run until SIGTERM or SIGINT; a second signal exits at once. Resolves after a clean
-   * stop; rejects with the LeadershipLostError when leadership was lost and a hook kept the process.
+   * stop; rejects with the LeadershipLostError when leadership was lost and a hook kept the process,
+   * and with a GracefulShutdownTimeoutError when work was abandoned at the end of the grace period.
    */
   async run(): Promise<void> {
     let signals = 0;
@@ -493,6 +521,7 @@ export class Manager {
       }
       await this.done;
       if (this.lost) throw this.lost;
+      if (this.unclean) throw this.unclean;
     } finally {
       process.off("SIGTERM", onSignal);
       process.off("SIGINT", onSignal);

@@ -17,7 +17,7 @@ import {
   type OperatorFlags,
 } from "./flags.ts";
 import type { WebhookHandler } from "../webhook/server.ts";
-import { Manager, type ManagerOptions, type Runnable } from "./manager.ts";
+import { GracefulShutdownTimeoutError, Manager, type ManagerOptions, type Runnable } from "./manager.ts";
 
 /** What a controller factory receives: the parsed values of the operator's own flags, and its logger. */
 export interface OperatorContext {
@@ -176,5 +176,12 @@ export async function runOperator(
       void mgr.stop();
     });
   }
-  await mgr.run();
+  try {
+    await mgr.run();
+  } catch (err) {
+    if (!(err instanceof GracefulShutdownTimeoutError)) throw err;
+    // Stopped, but not cleanly: say so and exit non-zero, without a stack trace.
+    logger.error({ graceMs: err.graceMs, unfinished: err.unfinished }, err.message);
+    process.exitCode = 1;
+  }
 }
