@@ -4,6 +4,7 @@
  * moment ago answers 404 or 429 for a while; an operator started then logs errors and backs off. Waiting
  * here (`opkit run --install-crds`, `opkit dev`, the test environment) means it starts on a served kind.
  */
+import { realClock, sleep, type Clock } from "../clock/index.ts";
 import type { KubeClient } from "./client.ts";
 import { NotFoundError, TooManyRequestsError, UnknownKindError } from "./errors.ts";
 import { kindRef, type KubeObject } from "./types.ts";
@@ -32,16 +33,9 @@ export interface InstallCrdsOptions {
   timeoutMs?: number;
   /** Stops the apply and the wait; the call then rejects with the signal's reason. */
   signal?: AbortSignal;
+  /** Time source for the deadline and the polling (default the real clock). */
+  clock?: Clock;
 }
-
-const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
-  new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason as Error);
-    const t = setTimeout(resolve, ms);
-    signal?.addEventListener("abort", () => (clearTimeout(t), reject(signal.reason as Error)), {
-      once: true,
-    });
-  });
 
 /**
  * Server-side apply each CRD (forcing ownership of its fields), then wait until each is Established
@@ -54,7 +48,8 @@ export async function installCrds(
   crds: readonly KubeObject[],
   options: InstallCrdsOptions = {},
 ): Promise<void> {
-  const deadline = Date.now() + (options.timeoutMs ?? 60_000);
+  const clock = options.clock ?? realClock;
+  const deadline = clock.now() + (options.timeoutMs ?? 60_000);
   for (const crd of crds) await client.apply(crd, { force: true, signal: options.signal });
   for (const crd of crds as readonly CrdObject[]) {
     const name = crd.metadata.name ?? "";
@@ -66,8 +61,8 @@ export async function installCrds(
       detail =
         conditions.map((c) => `${c.type}=${c.status}${c.message ? ` (${c.message})` : ""}`).join(", ") ||
         detail;
-      if (Date.now() > deadline) throw new CrdNotReadyError(name, detail);
-      await sleep(delay, options.signal);
+      if (clock.now() > deadline) throw new CrdNotReadyError(name, detail);
+      await sleep(clock, delay, options.signal);
     }
   }
   client.mapper.invalidate();
@@ -87,13 +82,13 @@ export async function installCrds(
             err instanceof TooManyRequestsError ||
             err instanceof UnknownKindError;
           if (!notYet) throw err;
-          if (Date.now() > deadline)
+          if (clock.now() > deadline)
             throw new CrdNotReadyError(
               crd.metadata.name ?? "",
               `${ref.apiVersion} ${kind} is not served yet`,
             );
           client.mapper.invalidate(ref.apiVersion);
-          await sleep(delay, options.signal);
+          await sleep(clock, delay, options.signal);
         }
       }
     }

@@ -99,3 +99,22 @@ export class FakeClock implements Clock {
     return best;
   }
 }
+
+/**
+ * Wait `ms` on `clock` (fake time in tests); rejects with the signal's reason as soon as it aborts, and
+ * leaves no timer behind either way.
+ */
+export function sleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason as Error);
+    const onAbort = () => {
+      clock.clearTimeout(timer);
+      reject(signal?.reason as Error);
+    };
+    const timer = clock.setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}

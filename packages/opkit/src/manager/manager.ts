@@ -428,6 +428,7 @@ export class Manager {
         port: metrics.port,
         registry: this.metrics.registry,
         probes: Boolean(same),
+        clock: this.opts.clock,
       });
       if (same) this.addProbes(s);
       this.servers.push(s);
@@ -435,7 +436,7 @@ export class Manager {
       if (same) this.ports.health = this.ports.metrics;
     }
     if (health && !same) {
-      const s = new OpsServer({ host: health.host, port: health.port, probes: true });
+      const s = new OpsServer({ host: health.host, port: health.port, probes: true, clock: this.opts.clock });
       this.addProbes(s);
       this.servers.push(s);
       this.ports.health = (await s.start()).port;

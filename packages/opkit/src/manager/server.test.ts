@@ -2,6 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createServer } from "node:net";
 import type { InformerHealth } from "../cache/informer.ts";
+import { FakeClock } from "../clock/index.ts";
 import { Metrics } from "../metrics/index.ts";
 import { DuplicateCheckError, OpsServer, ServerListenError, cacheSyncedCheck } from "./server.ts";
 
@@ -61,6 +62,24 @@ test("/healthz fails when a liveness check fails; a hanging check times out inst
     [503, "[-]slow failed: no answer within 50 ms\nreadyz check failed\n"],
   );
   assert.equal((await get(port, "/metrics")).status, 404, "no registry, no /metrics");
+});
+
+test("the check timeout runs on the injected clock: a hanging check fails when fake time passes", async (t) => {
+  const clock = new FakeClock();
+  const server = new OpsServer({ host: "127.0.0.1", port: 0, checkTimeoutMs: 60_000, clock });
+  server.addReadyCheck("hangs", () => new Promise(() => {}));
+  const { port } = await server.start();
+  t.after(() => server.stop());
+  const answer = get(port, "/readyz");
+  // The request is on its way; wait (in real time) until the server armed the check's fake timer.
+  while (clock.pendingTimers() === 0) await new Promise((r) => setTimeout(r, 5));
+  clock.advance(60_000);
+  const res = await answer;
+  assert.deepEqual(
+    [res.status, res.body],
+    [503, "[-]hangs failed: no answer within 60000 ms\nreadyz check failed\n"],
+  );
+  assert.equal(clock.pendingTimers(), 0);
 });
 
 test("/metrics serves the registry; probes can be turned off; a taken port is a typed error", async (t) => {

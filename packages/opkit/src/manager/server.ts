@@ -7,6 +7,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import type { Registry } from "prom-client";
 import type { InformerHealth } from "../cache/informer.ts";
+import { realClock, type Clock, type TimerHandle } from "../clock/index.ts";
 
 /** The outcome of one health or readiness check; `detail` says why it failed. */
 export interface CheckResult {
@@ -37,6 +38,8 @@ export interface OpsServerOptions {
   probes?: boolean;
   /** A check that has not answered after this long fails (default 5000 ms): a probe must not hang. */
   checkTimeoutMs?: number;
+  /** Time source for the check timeout (default the real clock; a FakeClock in tests). */
+  clock?: Clock;
 }
 
 /** The server could not listen (port in use, no permission); names the address it tried. */
@@ -75,6 +78,7 @@ export class OpsServer {
   private readonly registry: Registry | undefined;
   private readonly probes: boolean;
   private readonly checkTimeoutMs: number;
+  private readonly clock: Clock;
   private readonly health = new Map<string, Check>();
   private readonly ready = new Map<string, Check>();
   private server: Server | undefined;
@@ -85,6 +89,7 @@ export class OpsServer {
     this.port = options.port ?? (options.registry ? DEFAULT_METRICS_PORT : DEFAULT_HEALTH_PORT);
     this.probes = options.probes ?? true;
     this.checkTimeoutMs = options.checkTimeoutMs ?? 5000;
+    this.clock = options.clock ?? realClock;
   }
 
   /** A liveness check: when it fails, `/healthz` fails and the kubelet restarts the container. */
@@ -164,7 +169,7 @@ export class OpsServer {
     verbose: boolean,
   ): Promise<void> {
     const reports = await Promise.all(
-      [...checks].map(([name, check]) => runCheck(name, check, this.checkTimeoutMs)),
+      [...checks].map(([name, check]) => runCheck(name, check, this.checkTimeoutMs, this.clock)),
     );
     const failed = reports.some((r) => !r.ok);
     if (!failed && !verbose) {
@@ -186,10 +191,13 @@ function addCheck(map: Map<string, Check>, kind: "health" | "ready", name: strin
   map.set(name, check);
 }
 
-async function runCheck(name: string, check: Check, timeoutMs: number): Promise<CheckReport> {
-  let timer: NodeJS.Timeout | undefined;
+async function runCheck(name: string, check: Check, timeoutMs: number, clock: Clock): Promise<CheckReport> {
+  let timer: TimerHandle | undefined;
   const timeout = new Promise<CheckResult>((resolve) => {
-    timer = setTimeout(() => resolve({ ok: false, detail: `no answer within ${timeoutMs} ms` }), timeoutMs);
+    timer = clock.setTimeout(
+      () => resolve({ ok: false, detail: `no answer within ${timeoutMs} ms` }),
+      timeoutMs,
+    );
   });
   try {
     const result = await Promise.race([Promise.resolve().then(check), timeout]);
@@ -197,7 +205,7 @@ async function runCheck(name: string, check: Check, timeoutMs: number): Promise<
   } catch (err) {
     return { name, ok: false, detail: err instanceof Error ? err.message : String(err) };
   } finally {
-    clearTimeout(timer);
+    if (timer !== undefined) clock.clearTimeout(timer);
   }
 }
 
