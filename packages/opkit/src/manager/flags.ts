@@ -58,6 +58,8 @@ export interface OperatorFlags {
   shards: number;
   /** `--shard-lease-duration` in seconds (default 15). */
   shardLeaseDurationSeconds: number;
+  /** `--shard-filtering`: who filters a sharded operator's informers (default auto: detect). */
+  shardFiltering: "auto" | "server" | "client";
   /** `--log-level` (or $OPKIT_LOG_LEVEL / $LOG_LEVEL). */
   logLevel: LogLevel;
   /** `--log-format`: json for machines, text for people (default text when run interactively, else json). */
@@ -143,6 +145,14 @@ const BUILTIN: readonly BuiltinFlag[] = [
     default: "15",
     description:
       "Seconds a dead replica's shards wait before others take them over (renew deadline 2/3 of it, retry 2/15).",
+  },
+  {
+    name: "shard-filtering",
+    env: "OPKIT_SHARD_FILTERING",
+    type: "string",
+    default: "auto",
+    description:
+      "auto (detect), server (shardSelector; needs the ShardedListAndWatch feature gate) or client (filter what arrives).",
   },
   {
     name: "log-level",
@@ -286,6 +296,9 @@ export function parseOperatorFlags(
     2,
     3600,
   );
+  const shardFiltering = str("shard-filtering");
+  if (shardFiltering !== "auto" && shardFiltering !== "server" && shardFiltering !== "client")
+    throw new FlagError("--shard-filtering", `"${shardFiltering}" is not a mode: use auto, server or client`);
   const leaderElect = read("leader-elect", "OPKIT_LEADER_ELECT", "boolean", false) === true;
   if (shards > 0 && leaderElect)
     throw new FlagError(
@@ -305,6 +318,7 @@ export function parseOperatorFlags(
     leaderElect,
     shards,
     shardLeaseDurationSeconds,
+    shardFiltering,
     logLevel: logLevel as LogLevel,
     logFormat,
     kubeconfig: kubeconfig || undefined,

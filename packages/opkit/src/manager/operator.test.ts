@@ -37,6 +37,7 @@ test("--shards: a sharded Manager with lease timings from --shard-lease-duration
   );
   assert.deepEqual(opts.shards, {
     count: 16,
+    filtering: "auto",
     leaseDurationMs: 6000,
     renewDeadlineMs: 4000,
     retryPeriodMs: 800,
@@ -51,6 +52,7 @@ test("--shards: bad values and --leader-elect together are FlagErrors naming the
   );
   assert.throws(() => parseOperatorFlags(["--shards", "5000"], {}), /--shards: .* from 0 to 4096/);
   assert.throws(() => parseOperatorFlags(["--shard-lease-duration", "1"], {}), /--shard-lease-duration/);
+  assert.throws(() => parseOperatorFlags(["--shard-filtering", "both"], {}), /--shard-filtering: "both"/);
   assert.throws(
     () => parseOperatorFlags(["--shards", "4", "--leader-elect"], {}),
     /--shards: cannot be combined with --leader-elect/,

@@ -126,6 +126,7 @@ export function managerOptionsFromFlags(
       flags.shards > 0
         ? {
             count: flags.shards,
+            filtering: flags.shardFiltering,
             leaseDurationMs: flags.shardLeaseDurationSeconds * 1000,
             renewDeadlineMs: Math.round((flags.shardLeaseDurationSeconds * 2000) / 3),
             retryPeriodMs: Math.round((flags.shardLeaseDurationSeconds * 2000) / 15),
