@@ -200,6 +200,8 @@ export class Informer<T extends KubeObject> implements SharedInformer<T> {
     const generation = ++this.filterGeneration;
     const wasRunning = this.running;
     const old = this.current;
+    this.priorWatchRequests += old.watchRequests;
+    this.priorRelists += old.relists;
     this.current = new Reflector(this.client, this.kind, this.sink(generation), {
       ...this.opts,
       shardSelector: filter?.selector,
@@ -214,6 +216,9 @@ export class Informer<T extends KubeObject> implements SharedInformer<T> {
 
   private running = false;
   private received = 0;
+  // Totals of the reflectors a filter change replaced, so the counters never go down.
+  private priorWatchRequests = 0;
+  private priorRelists = 0;
 
   get kindName(): string {
     return `${this.kind.kind}.${this.kind.apiVersion}`;
@@ -264,8 +269,8 @@ export class Informer<T extends KubeObject> implements SharedInformer<T> {
         lastError: this.lastError,
         forbidden: this.forbidden,
         objects: this.store.size,
-        watchRequests: this.reflector.watchRequests,
-        relists: this.reflector.relists,
+        watchRequests: this.priorWatchRequests + this.reflector.watchRequests,
+        relists: this.priorRelists + this.reflector.relists,
         received: this.received,
       },
     ];

@@ -322,6 +322,9 @@ export class Controller<T extends KubeObject = KubeObject> {
       reconcileID,
     });
     const metric = this.reconcileMetrics?.start();
+    // Wall time, for the debug line only: comparable across replicas (sharding tests check that no key
+    // is reconciled by two at once); durations and timers use the injected clock.
+    const startedAt = Date.now();
     const abort = new AbortController();
     this.inflight.add(abort);
     const onRevoked = (): void => abort.abort(revoked?.reason);
@@ -358,6 +361,7 @@ export class Controller<T extends KubeObject = KubeObject> {
       this.inflight.delete(abort);
     }
     metric?.end(outcome);
+    log.debug({ outcome, startedAt, endedAt: Date.now() }, "reconcile done");
   }
 
   private applyResult(key: string, result: Result, queue: WorkQueue<string>): ReconcileOutcome {

@@ -86,6 +86,8 @@ export interface ObservableInformer {
   watchRequests: number;
   /** Lists after the first (410 Gone). */
   relists: number;
+  /** Objects received from the server (list items and watch events), before client-side filters. */
+  received?: number;
 }
 
 /** Options of a `Metrics` registry. */
@@ -159,6 +161,7 @@ export class Metrics {
   private readonly informerSynced: Gauge<InformerLabels>;
   private readonly watchRestarts: Counter<InformerLabels>;
   private readonly relists: Counter<InformerLabels>;
+  private readonly received: Counter<InformerLabels>;
 
   constructor(options: MetricsOptions = {}) {
     this.registry = new Registry();
@@ -368,6 +371,16 @@ export class Metrics {
         this.watchRestarts.reset();
         for (const { labels, i } of informers())
           this.watchRestarts.inc(labels, Math.max(0, i.watchRequests - 1));
+      },
+    });
+    this.received = new Counter({
+      name: "opkit_informer_received_total",
+      help: "Objects the informer received from the API server: list items and watch events, before any client-side filter.",
+      labelNames: ["kind", "namespace"],
+      registers,
+      collect: () => {
+        this.received.reset();
+        for (const { labels, i } of informers()) this.received.inc(labels, i.received ?? 0);
       },
     });
     this.relists = new Counter({
