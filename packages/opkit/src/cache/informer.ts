@@ -309,7 +309,7 @@ export class Informer<T extends KubeObject> implements SharedInformer<T> {
   private sink(generation: number) {
     // A reflector replaced by a filter change may still deliver while it stops: ignore it.
     const stale = (): boolean => generation !== this.filterGeneration;
-    const keep = (obj: T): boolean => !this.filter || this.filter.matches(obj as DeepReadonly<T>);
+    const keep = (obj: T): boolean => !this.filter || this.filter.matches(obj);
     return {
       replace: (all: T[], rv: string): void => {
         if (stale()) return;

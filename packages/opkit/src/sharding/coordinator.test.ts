@@ -26,7 +26,7 @@ class MemoryLeases {
     const clone = (l: Lease): Lease => structuredClone(l);
     const write = (obj: KubeObject): Lease => {
       const lease = {
-        ...clone(obj as Lease),
+        ...clone(obj),
         metadata: { ...obj.metadata, resourceVersion: String(++this.rv) },
       };
       this.leases.set(obj.metadata.name ?? "", lease);
@@ -164,7 +164,7 @@ describe("shard coordination", () => {
     assert.deepEqual(
       counts(replicas).reduce((a, b) => a + b),
       16,
-      `every shard worked on once: ${counts(replicas)}`,
+      `every shard worked on once: ${counts(replicas).join(",")}`,
     );
     for (const r of replicas) assert.ok(r.working.size <= 6, `${r.id} holds ${r.working.size} > 6`);
     for (const r of replicas)
@@ -182,7 +182,7 @@ describe("shard coordination", () => {
     assert.equal(
       counts(alive).reduce((a, b) => a + b),
       16,
-      `survivors took over ${orphaned.join(",")}: ${counts(alive)}`,
+      `survivors took over ${orphaned.join(",")}: ${counts(alive).join(",")}`,
     );
     for (const r of alive) assert.ok(r.working.size <= 8);
 
@@ -208,7 +208,7 @@ describe("shard coordination", () => {
     assert.equal(
       counts(everyone).reduce((a, b) => a + b),
       16,
-      `after rebalancing: ${counts(everyone)}`,
+      `after rebalancing: ${counts(everyone).join(",")}`,
     );
     for (const r of everyone) assert.ok(r.working.size <= 4, `${r.id} holds ${r.working.size} > ceil(16/5)`);
 
