@@ -58,3 +58,4 @@ export {
 export * from "./controller/index.ts";
 export * from "./webhook/index.ts";
 export * from "./manager/index.ts";
+export * from "./sharding/index.ts";

@@ -237,6 +237,15 @@ export function operatorCommands(): Command[] {
     .option("--kubeconfig <path>", "kubeconfig (default: standard loading rules)")
     .option("--install-crds", "apply the project's CRDs first")
     .option(
+      "--shards <n>",
+      "run as one replica of a sharded operator with this many shards (passed on as the operator's --shards)",
+    )
+    .option(
+      "--metrics-bind-address <addr>",
+      'the operator\'s /metrics address, e.g. ":0" for a free port, so replicas can run side by side',
+    )
+    .option("--health-probe-bind-address <addr>", "the operator's /healthz and /readyz address (same syntax)")
+    .option(
       "--local-webhooks",
       "serve the webhooks from this machine: generate a certificate and register the configurations in the cluster, pointing at the operator; removed when it stops",
     )
@@ -244,9 +253,26 @@ export function operatorCommands(): Command[] {
       async (
         dirOperand: string | undefined,
         rest: string[],
-        o: { kubeconfig?: string; installCrds?: boolean; localWebhooks?: boolean },
+        o: {
+          kubeconfig?: string;
+          installCrds?: boolean;
+          localWebhooks?: boolean;
+          shards?: string;
+          metricsBindAddress?: string;
+          healthProbeBindAddress?: string;
+        },
       ) => {
-        const { dir, args } = splitOperands(dirOperand, rest);
+        const split = splitOperands(dirOperand, rest);
+        const dir = split.dir;
+        // Validated by the operator itself, which names the flag on a bad value.
+        const args = [
+          ...(o.shards !== undefined ? ["--shards", o.shards] : []),
+          ...(o.metricsBindAddress !== undefined ? ["--metrics-bind-address", o.metricsBindAddress] : []),
+          ...(o.healthProbeBindAddress !== undefined
+            ? ["--health-probe-bind-address", o.healthProbeBindAddress]
+            : []),
+          ...split.args,
+        ];
         if (o.installCrds)
           for (const n of await installCrds(dir, o.kubeconfig)) process.stderr.write(`installed CRD ${n}\n`);
         const hooks = o.localWebhooks ? await prepareLocalWebhookSession(dir, o.kubeconfig) : undefined;

@@ -167,3 +167,50 @@ describe("Cache.waitForSync", () => {
     assert.equal(clock.pendingTimers(), 0, "an armed timeout would hold the process until it fired");
   });
 });
+
+describe("Cache.setFilter (sharded informers)", () => {
+  it("keeps only matching objects, sends the selector, and relists on a change: leavers deleted, joiners added", async () => {
+    const items = [cm("a", "one", "1"), cm("b", "two", "2")];
+    const selectors: (string | undefined)[] = [];
+    const server: ListWatcher = {
+      list: (async (_kind: unknown, opts?: { shardSelector?: string }) => {
+        selectors.push(opts?.shardSelector);
+        return { metadata: { resourceVersion: "2" }, items: structuredClone(items) };
+      }) as unknown as ListWatcher["list"],
+      watch: async (_kind: unknown, opts?: { signal?: AbortSignal }) => ({
+        async *[Symbol.asyncIterator]() {
+          await new Promise((resolve) => opts?.signal?.addEventListener("abort", resolve));
+          yield* [];
+        },
+      }),
+    };
+    const kind = { apiVersion: "v1", kind: "ConfigMap" };
+    const cache = new Cache(server, { streamingList: false, resyncPeriodMs: 0 });
+    const inNamespace = (ns: string) => ({
+      selector: `sel-${ns}`,
+      matches: (o: { metadata: { namespace?: string } }) => o.metadata.namespace === ns,
+    });
+    await cache.setFilter(kind, inNamespace("a"));
+    const seen: string[] = [];
+    const inf = cache.informer(kind);
+    inf.addEventHandler({
+      onAdd: (o) => void seen.push(`add ${o.metadata.namespace}`),
+      onDelete: (o) => void seen.push(`delete ${o.metadata.namespace}`),
+    });
+    cache.start();
+    await cache.waitForSync(5_000);
+    assert.deepEqual(
+      inf.list().map((o) => o.metadata.name),
+      ["one"],
+    );
+    await cache.setFilter(kind, inNamespace("b"));
+    assert.deepEqual(
+      inf.list().map((o) => o.metadata.name),
+      ["two"],
+    );
+    assert.deepEqual(seen.sort(), ["add a", "add b", "delete a"]);
+    assert.deepEqual(selectors, ["sel-a", "sel-b"]);
+    assert.equal(inf.health()[0]?.received, 4, "both lists counted before the client-side filter");
+    await cache.stop();
+  });
+});

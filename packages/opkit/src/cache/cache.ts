@@ -11,7 +11,13 @@
 import type { DeepReadonly, KindRef, KubeObject } from "../client/types.ts";
 import { kindScope } from "../client/scopes.ts";
 import { realClock, type Clock, type TimerHandle } from "../clock/index.ts";
-import { Informer, SyncTimeoutError, type InformerHealth, type SharedInformer } from "./informer.ts";
+import {
+  Informer,
+  SyncTimeoutError,
+  type InformerFilter,
+  type InformerHealth,
+  type SharedInformer,
+} from "./informer.ts";
 import { MultiNamespaceInformer } from "./multinamespace.ts";
 import type { ListWatcher } from "./reflector.ts";
 import type { IndexFunc, StoreListOptions } from "./store.ts";
@@ -161,6 +167,7 @@ export class Cache {
   private readonly kindOptionsByKey = new Map<string, KindCacheOptions>();
   private readonly informers = new Map<string, SharedInformer<KubeObject>>();
   private readonly indexers: { kind: string; name: string; fn: IndexFunc<KubeObject> }[] = [];
+  private readonly filters = new Map<string, InformerFilter>();
   private started = false;
 
   constructor(client: ListWatcher, opts: CacheOptions = {}) {
@@ -219,6 +226,8 @@ export class Cache {
       });
       i.onError = this.opts.onError;
       i.onHandlerError = this.opts.onHandlerError;
+      const filter = this.filters.get(kindKey(kind));
+      if (filter) void i.setFilter(filter);
       return i;
     };
     inf =
@@ -264,6 +273,21 @@ export class Cache {
     for (const inf of this.informers.values()) {
       if (kindKey(inf.kind) === kindKey(kind)) inf.addIndex(name, fn as IndexFunc<KubeObject>);
     }
+  }
+
+  /**
+   * Restrict every informer of `kind` (existing and future) to the objects `filter` matches, e.g. the
+   * shards this replica holds; undefined lifts the restriction. Running informers list again; resolves
+   * when they all have. Informers split over several namespaces are not filtered.
+   */
+  async setFilter<T extends KubeObject>(kind: KindRef<T>, filter: InformerFilter | undefined): Promise<void> {
+    if (filter) this.filters.set(kindKey(kind), filter);
+    else this.filters.delete(kindKey(kind));
+    const changes: Promise<void>[] = [];
+    for (const inf of this.informers.values()) {
+      if (kindKey(inf.kind) === kindKey(kind) && inf instanceof Informer) changes.push(inf.setFilter(filter));
+    }
+    await Promise.all(changes);
   }
 
   /**

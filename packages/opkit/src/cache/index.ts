@@ -21,6 +21,7 @@ export {
   CacheNotSyncedError,
   SyncTimeoutError,
   type EventHandler,
+  type InformerFilter,
   type InformerHealth,
   type SharedInformer,
 } from "./informer.ts";

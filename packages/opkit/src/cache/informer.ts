@@ -28,6 +28,20 @@ export interface EventHandler<T extends KubeObject> {
   onDelete?(obj: DeepReadonly<T>): void | Promise<void>;
 }
 
+/**
+ * Restricts an informer to part of its kind (one operator replica's shards): `selector` goes to the server
+ * with every list and watch (where it is honoured, the server sends only those objects), and `matches`
+ * is applied to everything received either way, so the store and the handlers see the same objects
+ * whether or not the server filtered.
+ */
+export interface InformerFilter {
+  /** Sent as the list/watch `shardSelector`; undefined: filter on the client only. */
+  selector?: string;
+  /** Whether an object belongs in this informer. */
+  matches(obj: DeepReadonly<KubeObject>): boolean;
+}
+
+/** Options of an Informer: the reflector's, plus the resync period and the clock. */
 export interface InformerOptions<T extends KubeObject> extends ReflectorOptions<T> {
   /**
    * Re-deliver every cached object as an update this often, with ±10% jitter (0 or undefined: never).
@@ -106,6 +120,11 @@ export interface InformerHealth {
   watchRequests: number;
   /** Lists after the first (410 Gone). */
   relists: number;
+  /**
+   * Objects received from the server so far: list items and watch events, before any client-side
+   * filter (with a server-side shard selector, only the shard's).
+   */
+  received?: number;
   /** The last error, while it is not cleared by a successful list or event. */
   lastError?: string;
   /** Set when the list/watch is forbidden: the message names verb, resource and identity. */
@@ -129,7 +148,12 @@ export class SyncTimeoutError extends Error {
 export class Informer<T extends KubeObject> implements SharedInformer<T> {
   readonly kind: KindRef<T>;
   readonly store = new Store<T>();
-  readonly reflector: Reflector<T>;
+  private current: Reflector<T>;
+  private readonly client: ListWatcher;
+  private readonly opts: InformerOptions<T>;
+  private filter: InformerFilter | undefined;
+  private filterGeneration = 0;
+  private filterSynced: { generation: number; resolve: () => void }[] = [];
   /** The namespace watched (undefined: all namespaces, or a cluster-scoped kind). */
   readonly namespace: string | undefined;
   private readonly handlers: EventHandler<T>[] = [];
@@ -156,8 +180,45 @@ export class Informer<T extends KubeObject> implements SharedInformer<T> {
     this.clock = opts.clock ?? realClock;
     this.resyncPeriodMs = opts.resyncPeriodMs;
     this.namespace = opts.namespace;
-    this.reflector = new Reflector(client, kind, this.sink(), opts);
+    this.client = client;
+    this.opts = opts;
+    this.current = new Reflector(client, kind, this.sink(0), opts);
   }
+
+  /** The list/watch loop feeding this informer (replaced when the filter changes). */
+  get reflector(): Reflector<T> {
+    return this.current;
+  }
+
+  /**
+   * Restrict (or, with undefined, stop restricting) this informer to the objects `filter` matches. A
+   * running informer lists again with the new selector: objects that no longer match are delivered as
+   * deletes, newly matching ones as adds. Resolves once that list has replaced the store.
+   */
+  async setFilter(filter: InformerFilter | undefined): Promise<void> {
+    this.filter = filter;
+    const generation = ++this.filterGeneration;
+    const wasRunning = this.running;
+    const old = this.current;
+    this.priorWatchRequests += old.watchRequests;
+    this.priorRelists += old.relists;
+    this.current = new Reflector(this.client, this.kind, this.sink(generation), {
+      ...this.opts,
+      shardSelector: filter?.selector,
+    });
+    if (!wasRunning) return;
+    const synced = new Promise<void>((resolve) => this.filterSynced.push({ generation, resolve }));
+    await old.stop();
+    if (this.filterGeneration !== generation || !this.running) return;
+    this.current.start();
+    await synced;
+  }
+
+  private running = false;
+  private received = 0;
+  // Totals of the reflectors a filter change replaced, so the counters never go down.
+  private priorWatchRequests = 0;
+  private priorRelists = 0;
 
   get kindName(): string {
     return `${this.kind.kind}.${this.kind.apiVersion}`;
@@ -183,13 +244,15 @@ export class Informer<T extends KubeObject> implements SharedInformer<T> {
   }
 
   start(): void {
-    this.reflector.start();
+    this.running = true;
+    this.current.start();
     if (this.resyncPeriodMs) this.scheduleResync(this.resyncPeriodMs);
   }
 
   async stop(): Promise<void> {
+    this.running = false;
     if (this.resyncTimer !== undefined) this.clock.clearTimeout(this.resyncTimer);
-    await this.reflector.stop();
+    await this.current.stop();
   }
 
   hasSynced(): boolean {
@@ -206,8 +269,9 @@ export class Informer<T extends KubeObject> implements SharedInformer<T> {
         lastError: this.lastError,
         forbidden: this.forbidden,
         objects: this.store.size,
-        watchRequests: this.reflector.watchRequests,
-        relists: this.reflector.relists,
+        watchRequests: this.priorWatchRequests + this.reflector.watchRequests,
+        relists: this.priorRelists + this.reflector.relists,
+        received: this.received,
       },
     ];
   }
@@ -242,10 +306,16 @@ export class Informer<T extends KubeObject> implements SharedInformer<T> {
     return this.store.list(opts);
   }
 
-  private sink() {
+  private sink(generation: number) {
+    // A reflector replaced by a filter change may still deliver while it stops: ignore it.
+    const stale = (): boolean => generation !== this.filterGeneration;
+    const keep = (obj: T): boolean => !this.filter || this.filter.matches(obj);
     return {
-      replace: (items: T[], rv: string): void => {
+      replace: (all: T[], rv: string): void => {
+        if (stale()) return;
+        this.received += all.length;
         const initial = !this.synced;
+        const items = this.filter ? all.filter(keep) : all;
         const { old, items: fresh } = this.store.replace(items);
         for (const change of diffRelist(old, fresh.values())) {
           if (change.type === "add") this.emitAdd(change.obj, initial);
@@ -258,9 +328,20 @@ export class Informer<T extends KubeObject> implements SharedInformer<T> {
           this.synced = true;
           this.resolveSynced();
         }
+        const due = this.filterSynced.filter((w) => w.generation <= generation);
+        this.filterSynced = this.filterSynced.filter((w) => w.generation > generation);
+        for (const w of due) w.resolve();
       },
       event: (type: "ADDED" | "MODIFIED" | "DELETED", obj: T): void => {
+        if (stale()) return;
+        this.received++;
         this.clearError();
+        if (!keep(obj)) {
+          // Not ours (the server did not filter): never stored, so nothing to tell, unless it was.
+          const prev = this.store.remove(objectKey(obj));
+          if (prev) this.emitDelete(prev);
+          return;
+        }
         if (type === "DELETED") {
           const prev = this.store.remove(objectKey(obj));
           this.emitDelete(prev ?? (obj as DeepReadonly<T>));
@@ -270,8 +351,11 @@ export class Informer<T extends KubeObject> implements SharedInformer<T> {
         if (old) this.emitUpdate(old, stored, false);
         else this.emitAdd(stored, false);
       },
-      progress: (rv: string): void => this.advance(rv),
+      progress: (rv: string): void => {
+        if (!stale()) this.advance(rv);
+      },
       error: (err: unknown): void => {
+        if (stale()) return;
         const message = err instanceof Error ? err.message : String(err);
         if (isPermissionError(err)) {
           if (this.forbidden !== message) this.onError?.(err, this.kindName);
@@ -282,7 +366,7 @@ export class Informer<T extends KubeObject> implements SharedInformer<T> {
         this.lastError = message;
       },
       state: (s: ReflectorState): void => {
-        this.state = s;
+        if (!stale()) this.state = s;
       },
     };
   }

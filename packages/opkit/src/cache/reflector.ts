@@ -47,6 +47,8 @@ export interface ReflectorOptions<T extends KubeObject> {
   namespace?: string;
   labelSelector?: string;
   fieldSelector?: string;
+  /** A KEP-5866 shard selector sent with every list and watch (honoured by servers with ShardedListAndWatch). */
+  shardSelector?: string;
   metadataOnly?: boolean;
   /** Use the streaming initial list (sendInitialEvents) when the server supports it (default true). */
   streamingList?: boolean;
@@ -210,6 +212,7 @@ export class Reflector<T extends KubeObject> {
       namespace: this.opts.namespace,
       labelSelector: this.opts.labelSelector,
       fieldSelector: this.opts.fieldSelector,
+      shardSelector: this.opts.shardSelector,
       metadataOnly: this.opts.metadataOnly,
       signal: this.abort.signal,
     };

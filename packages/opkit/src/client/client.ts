@@ -69,6 +69,12 @@ export interface ListOptions extends NamespaceOption, CallOptions {
    */
   fieldSelector?: string;
   /**
+   * Only objects in these shards, as a KEP-5866 shard selector, e.g.
+   * `shardRange(object.metadata.namespace, '0x0000000000000000', '0x8000000000000000')`. Honoured only by an
+   * API server with the `ShardedListAndWatch` feature gate (1.36+); others ignore it and return everything.
+   */
+  shardSelector?: string;
+  /**
    * Page size: at most this many items per response; pass the returned `continue` token for the next page.
    */
   limit?: number;
@@ -160,6 +166,12 @@ export interface WatchOptions extends NamespaceOption, CallOptions {
   labelSelector?: string;
   /** Only events for objects whose fields match this selector. */
   fieldSelector?: string;
+  /**
+   * Only objects in these shards, as a KEP-5866 shard selector, e.g.
+   * `shardRange(object.metadata.namespace, '0x0000000000000000', '0x8000000000000000')`. Honoured only by an
+   * API server with the `ShardedListAndWatch` feature gate (1.36+); others ignore it and return everything.
+   */
+  shardSelector?: string;
   /**
    * Start after this resource version (from a list or an earlier watch); a too old one fails with 410 Gone,
    * then list again.
@@ -349,6 +361,7 @@ export class KubeClient {
       query: {
         labelSelector: opts.labelSelector,
         fieldSelector: opts.fieldSelector,
+        shardSelector: opts.shardSelector,
         limit: opts.limit,
         continue: opts.continue,
         resourceVersion: opts.resourceVersion,
@@ -567,6 +580,7 @@ export class KubeClient {
       watch: true,
       labelSelector: opts.labelSelector,
       fieldSelector: opts.fieldSelector,
+      shardSelector: opts.shardSelector,
       resourceVersion: opts.resourceVersion,
       allowWatchBookmarks: opts.allowWatchBookmarks ?? true,
       timeoutSeconds: opts.timeoutSeconds,

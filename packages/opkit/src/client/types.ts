@@ -86,6 +86,11 @@ export interface ListMeta {
   continue?: string;
   /** An estimate of items left after this page, when the server knows. */
   remainingItemCount?: number;
+  /**
+   * Set by an API server that applied a list's `shardSelector` (the `ShardedListAndWatch` feature gate);
+   * absent when the server returned the whole collection.
+   */
+  shardInfo?: { selector?: string };
 }
 
 /** Any Kubernetes object. Kinds narrow it with their own spec and status. */

@@ -44,6 +44,30 @@ export interface ControllerOptions {
   reconcileTimeoutMs?: number;
   /** Per-key backoff for failures (default: 5 ms doubling to 1000 s). */
   rateLimiter?: RateLimiter<string>;
+  /**
+   * With a sharded manager: which field of the reconciled object decides its shard. "namespace" (the
+   * default for namespaced kinds) keeps an object and its children in one shard and shards the owned
+   * and watched namespaced kinds' caches too; "uid" (the default for cluster-scoped kinds) spreads
+   * objects evenly, and only the reconciled kind's cache is sharded.
+   */
+  shardKey?: "namespace" | "uid";
+}
+
+/** A key admitted by a KeyGate: the reconcile runs under `signal` and calls `done` when it ended. */
+export interface KeyAdmission {
+  /** Aborted when the right to reconcile the key is lost (e.g. its shard's Lease): the run must stop. */
+  signal?: AbortSignal;
+  /** Called once the reconcile returned (or threw). */
+  done(): void;
+}
+
+/**
+ * Decides per key whether this replica may reconcile it now (sharded operators: only the keys of the
+ * shards it holds). A key it refuses is dropped, not retried: whoever owns the key reconciles it.
+ */
+export interface KeyGate {
+  /** An admission when `key` may be reconciled now, else undefined. */
+  admit(key: string): KeyAdmission | undefined;
 }
 
 /** What the manager hands a controller when it starts. */
@@ -60,6 +84,8 @@ export interface ControllerDeps {
   clock?: Clock;
   /** The operator's field manager, the default of writes made through `ctx.client`. */
   fieldManager?: string;
+  /** Which keys this replica may reconcile (sharding); without it, every key. */
+  gate?: KeyGate;
 }
 
 /** Errors that are bugs in the reconcile function rather than conditions of the world. */
@@ -89,8 +115,10 @@ export class Controller<T extends KubeObject = KubeObject> {
   readonly watchedKinds: KindRef[];
   private readonly watches: Watch[];
   private readonly reconciler: Reconciler;
-  private readonly options: Required<Omit<ControllerOptions, "reconcileTimeoutMs" | "rateLimiter">> &
-    Pick<ControllerOptions, "reconcileTimeoutMs" | "rateLimiter">;
+  private readonly options: Required<
+    Omit<ControllerOptions, "reconcileTimeoutMs" | "rateLimiter" | "shardKey">
+  > &
+    Pick<ControllerOptions, "reconcileTimeoutMs" | "rateLimiter" | "shardKey">;
   private queue: WorkQueue<string> | undefined;
   private workers: Promise<void>[] = [];
   private readonly stopping = new AbortController();
@@ -121,6 +149,11 @@ export class Controller<T extends KubeObject = KubeObject> {
     this.watches = init.watches;
     this.reconciler = init.reconciler;
     this.options = { maxConcurrent: 1, ...init.options };
+  }
+
+  /** The `shardKey` option as given (undefined: the default for the kind's scope). */
+  get shardKey(): "namespace" | "uid" | undefined {
+    return this.options.shardKey;
   }
 
   /** Keys waiting in the queue (for tests and metrics). */
@@ -191,6 +224,17 @@ export class Controller<T extends KubeObject = KubeObject> {
     }
   }
 
+  /**
+   * Queue the key of every cached object of the reconciled kind that `filter` accepts, e.g. when this
+   * replica took over a shard. No-op before `setup`.
+   */
+  enqueueCached(filter: (obj: DeepReadonly<T>) => boolean): void {
+    if (!this.deps || !this.queue) return;
+    for (const obj of this.deps.cache.informer(this.forKind).list()) {
+      if (filter(obj)) this.queue.add(objectKey(obj), { priority: PRIORITY_LOW });
+    }
+  }
+
   /** Start the workers (after caches synced and, if enabled, leadership was acquired). */
   start(): void {
     if (!this.deps || !this.queue)
@@ -247,15 +291,28 @@ export class Controller<T extends KubeObject = KubeObject> {
         queue.done(item.key);
         continue;
       }
+      // Checked at dispatch, not at enqueue: ownership may change while a key waits.
+      const admission = deps.gate ? deps.gate.admit(item.key) : undefined;
+      if (deps.gate && !admission) {
+        queue.forget(item.key);
+        queue.done(item.key);
+        continue;
+      }
       try {
-        await this.reconcileOne(item.key, deps, queue);
+        await this.reconcileOne(item.key, deps, queue, admission?.signal);
       } finally {
         queue.done(item.key);
+        admission?.done();
       }
     }
   }
 
-  private async reconcileOne(key: string, deps: ControllerDeps, queue: WorkQueue<string>): Promise<void> {
+  private async reconcileOne(
+    key: string,
+    deps: ControllerDeps,
+    queue: WorkQueue<string>,
+    revoked: AbortSignal | undefined,
+  ): Promise<void> {
     const req = keyToRequest(key);
     const reconcileID = randomUUID();
     const log = reconcileLogger(deps.logger, {
@@ -265,8 +322,14 @@ export class Controller<T extends KubeObject = KubeObject> {
       reconcileID,
     });
     const metric = this.reconcileMetrics?.start();
+    // Wall time, for the debug line only: comparable across replicas (sharding tests check that no key
+    // is reconciled by two at once); durations and timers use the injected clock.
+    const startedAt = Date.now();
     const abort = new AbortController();
     this.inflight.add(abort);
+    const onRevoked = (): void => abort.abort(revoked?.reason);
+    if (revoked?.aborted) onRevoked();
+    else revoked?.addEventListener("abort", onRevoked, { once: true });
     const ms = this.options.reconcileTimeoutMs;
     const fieldManager = deps.fieldManager ?? deps.client.fieldManager;
     let timer: TimerHandle | undefined;
@@ -294,9 +357,11 @@ export class Controller<T extends KubeObject = KubeObject> {
       outcome = this.applyError(key, timedOut(abort.signal) ? abort.signal.reason : err, queue, log);
     } finally {
       if (timer !== undefined) this.clock.clearTimeout(timer);
+      revoked?.removeEventListener("abort", onRevoked);
       this.inflight.delete(abort);
     }
     metric?.end(outcome);
+    log.debug({ outcome, startedAt, endedAt: Date.now() }, "reconcile done");
   }
 
   private applyResult(key: string, result: Result, queue: WorkQueue<string>): ReconcileOutcome {

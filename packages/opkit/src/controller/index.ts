@@ -7,7 +7,13 @@
  * nothing about leader election or HTTP servers.
  */
 
-export { Controller, type ControllerDeps, type ControllerOptions } from "./controller.ts";
+export {
+  Controller,
+  type ControllerDeps,
+  type ControllerOptions,
+  type KeyAdmission,
+  type KeyGate,
+} from "./controller.ts";
 export { ControllerBuilder, controller, type ForOptions } from "./builder.ts";
 export { enqueueForObject, enqueueForOwner, enqueueMapped, type MapContext, type MapFn } from "./handlers.ts";
 export {

@@ -271,7 +271,8 @@ export async function rbacFor(input: RbacInput): Promise<KubeObject[]> {
   }
   if (input.leaderElection ?? true) {
     const le = new RuleSet();
-    le.add("coordination.k8s.io", "leases", ["get", "create", "update"]);
+    // list: sharded operators count live replicas from their heartbeat Leases.
+    le.add("coordination.k8s.io", "leases", ["get", "list", "create", "update"]);
     out.push(
       ...roleAndBinding(`${input.name}-leader-election`, input.namespace, le.rules(), subject, labels),
     );

@@ -54,6 +54,12 @@ export interface OperatorFlags {
    * `--leader-elect`: run the controllers on one replica only; turn it on when more than one replica runs.
    */
   leaderElect: boolean;
+  /** `--shards`: the shard count of a sharded operator (0: not sharded). */
+  shards: number;
+  /** `--shard-lease-duration` in seconds (default 15). */
+  shardLeaseDurationSeconds: number;
+  /** `--shard-filtering`: who filters a sharded operator's informers (default auto: detect). */
+  shardFiltering: "auto" | "server" | "client";
   /** `--log-level` (or $OPKIT_LOG_LEVEL / $LOG_LEVEL). */
   logLevel: LogLevel;
   /** `--log-format`: json for machines, text for people (default text when run interactively, else json). */
@@ -125,6 +131,30 @@ const BUILTIN: readonly BuiltinFlag[] = [
     description: "Elect a leader through a Lease so that several replicas can run safely.",
   },
   {
+    name: "shards",
+    env: "OPKIT_SHARDS",
+    type: "string",
+    default: "0",
+    description:
+      "Split the work into this many shards held through Leases, so several replicas reconcile side by side (0: off; not with --leader-elect).",
+  },
+  {
+    name: "shard-lease-duration",
+    env: "OPKIT_SHARD_LEASE_DURATION",
+    type: "string",
+    default: "15",
+    description:
+      "Seconds a dead replica's shards wait before others take them over (renew deadline 2/3 of it, retry 2/15).",
+  },
+  {
+    name: "shard-filtering",
+    env: "OPKIT_SHARD_FILTERING",
+    type: "string",
+    default: "auto",
+    description:
+      "auto (detect), server (shardSelector; needs the ShardedListAndWatch feature gate) or client (filter what arrives).",
+  },
+  {
     name: "log-level",
     env: "OPKIT_LOG_LEVEL",
     type: "string",
@@ -173,6 +203,13 @@ export function parseBindAddress(value: string, flag: string): ListenAddress | f
     );
   const host = m[1] ?? (m[2] || "0.0.0.0");
   return { host, port };
+}
+
+function parseWhole(value: string, flag: string, min: number, max: number): number {
+  const n = Number(value.trim());
+  if (!/^\d+$/.test(value.trim()) || n < min || n > max)
+    throw new FlagError(flag, `"${value}" is not a whole number from ${min} to ${max}`);
+  return n;
 }
 
 function parseBoolean(value: string, flag: string): boolean {
@@ -252,6 +289,22 @@ export function parseOperatorFlags(
       );
     custom[name] = v;
   }
+  const shards = parseWhole(str("shards"), "--shards", 0, 4096);
+  const shardLeaseDurationSeconds = parseWhole(
+    str("shard-lease-duration"),
+    "--shard-lease-duration",
+    2,
+    3600,
+  );
+  const shardFiltering = str("shard-filtering");
+  if (shardFiltering !== "auto" && shardFiltering !== "server" && shardFiltering !== "client")
+    throw new FlagError("--shard-filtering", `"${shardFiltering}" is not a mode: use auto, server or client`);
+  const leaderElect = read("leader-elect", "OPKIT_LEADER_ELECT", "boolean", false) === true;
+  if (shards > 0 && leaderElect)
+    throw new FlagError(
+      "--shards",
+      "cannot be combined with --leader-elect: sharded replicas all work, each on its shards",
+    );
   const kubeconfig = str("kubeconfig");
   const namespaces = str("namespace")
     .split(",")
@@ -262,7 +315,10 @@ export function parseOperatorFlags(
     healthProbeBindAddress: parseBindAddress(str("health-probe-bind-address"), "health-probe-bind-address"),
     webhookBindAddress: parseBindAddress(str("webhook-bind-address"), "webhook-bind-address"),
     webhookCertDir: str("webhook-cert-dir"),
-    leaderElect: read("leader-elect", "OPKIT_LEADER_ELECT", "boolean", false) === true,
+    leaderElect,
+    shards,
+    shardLeaseDurationSeconds,
+    shardFiltering,
     logLevel: logLevel as LogLevel,
     logFormat,
     kubeconfig: kubeconfig || undefined,

@@ -19,6 +19,7 @@ export {
   type ManagerOptions,
   type Runnable,
 } from "./manager.ts";
+export type { ShardingOptions } from "./sharded.ts";
 export {
   DEFAULT_LEASE_DURATION_MS,
   DEFAULT_RENEW_DEADLINE_MS,

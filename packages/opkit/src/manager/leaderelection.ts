@@ -14,18 +14,11 @@
  */
 import { hostname } from "node:os";
 import { randomUUID } from "node:crypto";
-import type { KubeClient } from "../client/client.ts";
-import { NotFoundError } from "../client/errors.ts";
-import { microTime } from "../client/types.ts";
-import { Leases, type Lease } from "../client/builtins.ts";
+import { LeaseLock, type LeaseClient, type LeaseSpec } from "../client/lease.ts";
 import { realClock, type Clock, type TimerHandle } from "../clock/index.ts";
 import type { Logger } from "../logging/index.ts";
 
-/** The spec of a coordination.k8s.io/v1 Lease: holder, duration, acquire and renew times, transitions. */
-export type LeaseSpec = NonNullable<Lease["spec"]>;
-
-/** The part of KubeClient leader election uses. */
-export type LeaseClient = Pick<KubeClient, "get" | "create" | "update">;
+export type { LeaseClient, LeaseSpec };
 
 /**
  * Options of a `LeaderElector`: which Lease, who we are, and the timing (client-go's defaults: 15 s lease, 10
@@ -136,7 +129,6 @@ type Outcome = "done" | "timeout" | "stopped";
 export class LeaderElector {
   /** This candidate's identity, written into the Lease's holderIdentity. */
   readonly identity: string;
-  private readonly client: LeaseClient;
   private readonly namespace: string;
   private readonly name: string;
   private readonly leaseDurationMs: number;
@@ -144,19 +136,12 @@ export class LeaderElector {
   private readonly retryPeriodMs: number;
   private readonly jitterFactor: number;
   private readonly clock: Clock;
-  private readonly wallClock: () => Date;
   private readonly random: () => number;
   private readonly onLeaderStatus: ((leading: boolean) => void) | undefined;
   private readonly logger: Logger | undefined;
 
-  // The last Lease read or written: its resourceVersion guards the next update.
-  private lastLease: Lease | undefined;
-  // The record as last seen changing, and when (monotonic): the basis of expiry.
-  private observed: LeaseSpec | undefined;
-  private observedRaw = "";
-  private observedAt = 0;
+  private readonly lock: LeaseLock;
   private reportedLeader = "";
-  private lastError = "";
 
   private leading = false;
   private running: Promise<void> | undefined;
@@ -165,7 +150,6 @@ export class LeaderElector {
   private inflight: Promise<unknown> | undefined;
 
   constructor(options: LeaderElectorOptions) {
-    this.client = options.client;
     this.namespace = options.namespace;
     this.name = options.name;
     this.identity = options.identity ?? defaultIdentity();
@@ -174,10 +158,19 @@ export class LeaderElector {
     this.retryPeriodMs = options.retryPeriodMs ?? DEFAULT_RETRY_PERIOD_MS;
     this.jitterFactor = options.jitterFactor ?? DEFAULT_JITTER_FACTOR;
     this.clock = options.clock ?? realClock;
-    this.wallClock = options.wallClock ?? (() => new Date());
     this.random = options.random ?? Math.random;
     this.onLeaderStatus = options.onLeaderStatus;
     this.logger = options.logger?.child({ lease: this.lease, identity: this.identity });
+    this.lock = new LeaseLock({
+      client: options.client,
+      namespace: this.namespace,
+      name: this.name,
+      identity: this.identity,
+      leaseDurationMs: this.leaseDurationMs,
+      clock: this.clock,
+      wallClock: options.wallClock,
+      logger: this.logger,
+    });
 
     // client-go's checks: the leader must give up (renewDeadline) before others may take over
     // (leaseDuration), and must get several attempts in before giving up.
@@ -203,12 +196,12 @@ export class LeaderElector {
 
   /** True while this process leads: it acquired the Lease and has not seen anyone else hold it since. */
   isLeader(): boolean {
-    return this.leading && this.observed?.holderIdentity === this.identity;
+    return this.leading && this.lock.holdsObserved();
   }
 
   /** The holder last observed in the Lease ("" when none or released). */
   leader(): string {
-    return this.observed?.holderIdentity ?? "";
+    return this.lock.holder();
   }
 
   /**
@@ -311,7 +304,7 @@ export class LeaderElector {
         if (ok) break;
         // Someone else holds a valid Lease: we are already deposed, and waiting out the deadline
         // would only let two processes believe they lead.
-        const holder = this.observed?.holderIdentity ?? "";
+        const holder = this.lock.holder();
         if (holder !== "" && holder !== this.identity) {
           return { lost: true, reason: `lease is held by ${holder}` };
         }
@@ -322,7 +315,7 @@ export class LeaderElector {
         ) {
           return {
             lost: true,
-            reason: `failed to renew within ${this.renewDeadlineMs} ms: ${this.lastError || "unknown error"}`,
+            reason: `failed to renew within ${this.renewDeadlineMs} ms: ${this.lock.lastError || "unknown error"}`,
           };
         }
         if (stop.aborted) return stopped;
@@ -330,79 +323,11 @@ export class LeaderElector {
     }
   }
 
-  /**
-   * One attempt, as client-go's tryAcquireOrRenew: returns true when we hold the Lease afterwards.
-   * Never throws; the error is kept for the loss reason.
-   */
+  /** One attempt through the lock; never throws. Kept as `inflight` so a release can wait for it. */
   private tryAcquireOrRenew(signal?: AbortSignal): Promise<boolean> {
-    const attempt = this.attempt(signal).catch((err: unknown) => {
-      this.lastError = err instanceof Error ? err.message : String(err);
-      this.logger?.debug({ err: this.lastError }, "lease attempt failed");
-      return false;
-    });
+    const attempt = this.lock.tryAcquireOrRenew(signal);
     this.inflight = attempt;
     return attempt;
-  }
-
-  private async attempt(signal: AbortSignal | undefined): Promise<boolean> {
-    const now = this.clock.now();
-    const wallNow = microTime(this.wallClock());
-    const record: LeaseSpec = {
-      holderIdentity: this.identity,
-      leaseDurationSeconds: Math.max(1, Math.ceil(this.leaseDurationMs / 1000)),
-      acquireTime: wallNow,
-      renewTime: wallNow,
-      leaseTransitions: 0,
-    };
-
-    // Fast path: the leader renews on top of the Lease it last wrote, saving a GET per renewal.
-    if (this.holdsObserved() && this.validAt(now) && this.lastLease) {
-      record.acquireTime = this.observed?.acquireTime ?? wallNow;
-      record.leaseTransitions = this.observed?.leaseTransitions ?? 0;
-      try {
-        this.setObserved(await this.client.update({ ...this.lastLease, spec: record }, { signal }));
-        return true;
-      } catch (err) {
-        this.logger?.debug({ err: String(err) }, "optimistic renewal failed; reading the lease");
-      }
-    }
-
-    let current: Lease;
-    try {
-      current = await this.client.get(Leases, this.name, { namespace: this.namespace, signal });
-    } catch (err) {
-      if (!(err instanceof NotFoundError)) throw err;
-      const created = await this.client.create<Lease>(
-        {
-          apiVersion: Leases.apiVersion,
-          kind: Leases.kind,
-          metadata: { name: this.name, namespace: this.namespace },
-          spec: record,
-        },
-        { signal },
-      );
-      this.setObserved(created);
-      return true;
-    }
-
-    this.lastLease = current;
-    const spec = current.spec ?? {};
-    if (JSON.stringify(spec) !== this.observedRaw) this.setObserved(current);
-
-    if ((spec.holderIdentity ?? "") !== "" && this.validAt(now) && !this.holdsObserved()) {
-      this.lastError = `lease is held by ${spec.holderIdentity} and has not expired`;
-      return false;
-    }
-
-    if (this.holdsObserved()) {
-      record.acquireTime = spec.acquireTime ?? wallNow;
-      record.leaseTransitions = spec.leaseTransitions ?? 0;
-    } else {
-      record.leaseTransitions = (spec.leaseTransitions ?? 0) + 1;
-    }
-    // A ConflictError here means another candidate wrote first: it won this round.
-    this.setObserved(await this.client.update({ ...current, spec: record }, { signal }));
-    return true;
   }
 
   private async releaseLease(): Promise<void> {
@@ -412,19 +337,10 @@ export class LeaderElector {
     if (this.inflight) {
       await this.race(this.inflight, deadline, undefined);
     }
-    if (!this.holdsObserved() || !this.lastLease) return;
-    const wallNow = microTime(this.wallClock());
-    const record: LeaseSpec = {
-      holderIdentity: "",
-      leaseDurationSeconds: 1,
-      acquireTime: wallNow,
-      renewTime: wallNow,
-      leaseTransitions: this.observed?.leaseTransitions ?? 0,
-    };
+    if (!this.lock.holdsObserved()) return;
     try {
-      const released = this.client.update({ ...this.lastLease, spec: record });
-      if ((await this.race(released, deadline, undefined)) === "done") {
-        this.setObserved(await released);
+      const released = this.lock.release();
+      if ((await this.race(released, deadline, undefined)) === "done" && (await released)) {
         this.logger?.info("released lease");
         return;
       }
@@ -434,25 +350,8 @@ export class LeaderElector {
     }
   }
 
-  private setObserved(lease: Lease): void {
-    this.lastLease = lease;
-    this.observed = lease.spec ?? {};
-    this.observedRaw = JSON.stringify(this.observed);
-    this.observedAt = this.clock.now();
-  }
-
-  private holdsObserved(): boolean {
-    return this.observed?.holderIdentity === this.identity;
-  }
-
-  /** Whether the observed record has not expired yet, on our clock, counted from when we observed it. */
-  private validAt(now: number): boolean {
-    const durationMs = (this.observed?.leaseDurationSeconds ?? 0) * 1000;
-    return this.observedAt + durationMs > now;
-  }
-
   private reportTransition(callbacks: LeaderCallbacks): void {
-    const holder = this.observed?.holderIdentity ?? "";
+    const holder = this.lock.holder();
     if (holder === "" || holder === this.reportedLeader) return;
     this.reportedLeader = holder;
     if (holder !== this.identity) this.logger?.info({ leader: holder }, "new leader elected");

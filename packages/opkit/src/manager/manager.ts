@@ -25,6 +25,7 @@ import {
   LeadershipLostError,
   type LeaderElectorOptions,
 } from "./leaderelection.ts";
+import { setupSharding, type Sharding, type ShardingOptions } from "./sharded.ts";
 import {
   DEFAULT_HEALTH_PORT,
   DEFAULT_METRICS_PORT,
@@ -101,6 +102,11 @@ export interface ManagerOptions {
   /** Lease-based leader election (default off: every replica reconciles; enable it with more than one). */
   leaderElection?: LeaderElectionOptions | false;
   /**
+   * Split the controllers' keys into `count` shards held through Leases, so several replicas reconcile
+   * side by side, each only its shards (not together with `leaderElection`). See ShardingOptions.
+   */
+  shards?: ShardingOptions;
+  /**
    * Serve these admission/conversion webhooks (HTTPS, default 0.0.0.0:9443, certificate from
    * `certDir`). Started after the ops servers and before the caches; /readyz reports it as "webhook".
    */
@@ -173,6 +179,7 @@ export class Manager {
   private readonly readyChecks: [string, Check][] = [];
   private readonly runnableStops = new Map<Runnable, { abort: AbortController; done: Promise<void> }>();
   private elector: LeaderElector | undefined;
+  private sharding: Sharding | undefined;
   private readonly webhookServer: WebhookServer | undefined;
   private leaderWorkStarted = false;
   private startCalled = false;
@@ -230,6 +237,10 @@ export class Manager {
    * manager. Async because loading credentials may run a plugin.
    */
   static async create(opts: ManagerOptions = {}): Promise<Manager> {
+    if (opts.shards && opts.leaderElection)
+      throw new ManagerConfigError(
+        "shards and leaderElection exclude each other: with shards every replica works, on its own shards",
+      );
     let client = opts.client;
     if (!client) {
       // The client exists before the manager's metrics do; the hook is filled in right after.
@@ -315,6 +326,12 @@ export class Manager {
     this.logger.info({ kinds: [...new Set(this.cache.health().map((h) => h.kind))] }, "caches synced");
     for (const r of this.runnables(false)) this.startRunnable(r);
     const le = this.opts.leaderElection;
+    if (this.sharding) {
+      // Every replica runs its workers; the gates admit only the keys of the shards it holds.
+      this.startLeaderWork();
+      this.sharding.coordinator.start(this.sharding.router.callbacks());
+      return;
+    }
     if (!le) {
       this.startLeaderWork();
       return;
@@ -357,9 +374,23 @@ export class Manager {
     if (this.stopped) return;
     // Webhooks serve on every replica, leader or not, before the caches: admission must not wait for them.
     if (this.webhookServer) this.ports.webhook = (await this.webhookServer.start()).port;
+    if (this.opts.shards) {
+      this.sharding = await setupSharding({
+        options: this.opts.shards,
+        group: this.name,
+        identity: defaultIdentity(),
+        client: this.client,
+        cache: this.cache,
+        controllers: this.controllers,
+        metrics: this.metrics,
+        logger: this.logger,
+        clock: this.opts.clock,
+      });
+    }
     for (const c of this.controllers) {
       if (this.stopped) return;
       await c.setup({
+        gate: this.sharding?.gates.get(c),
         client: this.client,
         cache: this.cache,
         logger: this.logger,
@@ -447,6 +478,12 @@ export class Manager {
   private addProbes(s: OpsServer): void {
     s.addHealthCheck("ping", () => ({ ok: true }));
     s.addReadyCheck("informers", cacheSyncedCheck(this.cache));
+    if (this.opts.shards)
+      s.addReadyCheck("shards", () =>
+        !this.sharding || this.sharding.router.ready()
+          ? { ok: true }
+          : { ok: false, detail: "held shards' caches are still listing" },
+      );
     for (const [name, check] of this.readyChecks) s.addReadyCheck(name, check);
   }
 
@@ -462,6 +499,8 @@ export class Manager {
       const le = this.opts.leaderElection;
       // A standby must not win the Lease while it is shutting down.
       if (this.elector && !this.leaderWorkStarted) await this.elector.stop({ release: false });
+      // Hand every shard back once its in-flight reconciles finished, while the workers still run.
+      await this.sharding?.coordinator.stop();
       const drained = await Promise.all(this.controllers.map((c) => c.stop(grace)));
       const unfinished = this.controllers.filter((_, i) => !drained[i]).map((c) => c.name);
       if (!(await this.stopRunnables(grace))) unfinished.push("runnables");

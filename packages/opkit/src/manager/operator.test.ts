@@ -27,3 +27,34 @@ test("no cacheKinds and no namespace: the Manager's default cache", () => {
   const opts = managerOptionsFromFlags({ ...def, cacheKinds: undefined }, parseOperatorFlags([], {}), logger);
   assert.equal(opts.cache, undefined);
 });
+
+test("--shards: a sharded Manager with lease timings from --shard-lease-duration", () => {
+  assert.equal(managerOptionsFromFlags(def, parseOperatorFlags([], {}), logger).shards, undefined);
+  const opts = managerOptionsFromFlags(
+    def,
+    parseOperatorFlags(["--shards", "16", "--shard-lease-duration", "6"], {}),
+    logger,
+  );
+  assert.deepEqual(opts.shards, {
+    count: 16,
+    filtering: "auto",
+    leaseDurationMs: 6000,
+    renewDeadlineMs: 4000,
+    retryPeriodMs: 800,
+  });
+  assert.equal(parseOperatorFlags([], { OPKIT_SHARDS: "4" }).shards, 4);
+});
+
+test("--shards: bad values and --leader-elect together are FlagErrors naming the flag", () => {
+  assert.throws(
+    () => parseOperatorFlags(["--shards", "many"], {}),
+    /^FlagError: --shards: "many" is not a whole/,
+  );
+  assert.throws(() => parseOperatorFlags(["--shards", "5000"], {}), /--shards: .* from 0 to 4096/);
+  assert.throws(() => parseOperatorFlags(["--shard-lease-duration", "1"], {}), /--shard-lease-duration/);
+  assert.throws(() => parseOperatorFlags(["--shard-filtering", "both"], {}), /--shard-filtering: "both"/);
+  assert.throws(
+    () => parseOperatorFlags(["--shards", "4", "--leader-elect"], {}),
+    /--shards: cannot be combined with --leader-elect/,
+  );
+});

@@ -122,6 +122,16 @@ export function managerOptionsFromFlags(
     kubeconfig: flags.kubeconfig,
     logger,
     leaderElection: flags.leaderElect ? { name: def.name } : false,
+    shards:
+      flags.shards > 0
+        ? {
+            count: flags.shards,
+            filtering: flags.shardFiltering,
+            leaseDurationMs: flags.shardLeaseDurationSeconds * 1000,
+            renewDeadlineMs: Math.round((flags.shardLeaseDurationSeconds * 2000) / 3),
+            retryPeriodMs: Math.round((flags.shardLeaseDurationSeconds * 2000) / 15),
+          }
+        : undefined,
     cache:
       namespaces.length === 1
         ? { namespace: namespaces[0], kinds: def.cacheKinds }

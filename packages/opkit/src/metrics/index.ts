@@ -86,6 +86,8 @@ export interface ObservableInformer {
   watchRequests: number;
   /** Lists after the first (410 Gone). */
   relists: number;
+  /** Objects received from the server (list items and watch events), before client-side filters. */
+  received?: number;
 }
 
 /** Options of a `Metrics` registry. */
@@ -144,6 +146,10 @@ export class Metrics {
   private readonly longestRunning: Gauge<QueueLabels>;
 
   private readonly leader: Gauge<"name">;
+  private readonly shardsHeld: Gauge;
+  private readonly shardHandovers: Counter<"direction">;
+  private readonly shardKeys: Gauge<"shard">;
+  private shardKeySource: (() => ReadonlyMap<number, number>) | undefined;
   private readonly requests: Counter<"code" | "method" | "host">;
   private readonly requestDuration: Histogram<"verb" | "host">;
 
@@ -155,6 +161,7 @@ export class Metrics {
   private readonly informerSynced: Gauge<InformerLabels>;
   private readonly watchRestarts: Counter<InformerLabels>;
   private readonly relists: Counter<InformerLabels>;
+  private readonly received: Counter<InformerLabels>;
 
   constructor(options: MetricsOptions = {}) {
     this.registry = new Registry();
@@ -271,6 +278,28 @@ export class Metrics {
       labelNames: ["name"],
       registers,
     });
+    this.shardsHeld = new Gauge({
+      name: "opkit_shards_held",
+      help: "Shards whose Lease this replica holds (including shards being handed back).",
+      registers,
+    });
+    this.shardHandovers = new Counter({
+      name: "opkit_shard_handovers_total",
+      help: "Shard Leases this replica acquired, released or lost.",
+      labelNames: ["direction"],
+      registers,
+    });
+    const keysGauge: Gauge<"shard"> = new Gauge({
+      name: "opkit_shard_keys",
+      help: "Objects of the reconciled kinds cached per held shard.",
+      labelNames: ["shard"],
+      registers,
+      collect: () => {
+        keysGauge.reset();
+        for (const [shard, n] of this.shardKeySource?.() ?? []) keysGauge.set({ shard: String(shard) }, n);
+      },
+    });
+    this.shardKeys = keysGauge;
     this.requests = new Counter({
       name: "rest_client_requests_total",
       help: "Number of HTTP requests, partitioned by status code, method, and host.",
@@ -342,6 +371,16 @@ export class Metrics {
         this.watchRestarts.reset();
         for (const { labels, i } of informers())
           this.watchRestarts.inc(labels, Math.max(0, i.watchRequests - 1));
+      },
+    });
+    this.received = new Counter({
+      name: "opkit_informer_received_total",
+      help: "Objects the informer received from the API server: list items and watch events, before any client-side filter.",
+      labelNames: ["kind", "namespace"],
+      registers,
+      collect: () => {
+        this.received.reset();
+        for (const { labels, i } of informers()) this.received.inc(labels, i.received ?? 0);
       },
     });
     this.relists = new Counter({
@@ -502,6 +541,22 @@ export class Metrics {
     this.informerSources.add(source);
     return () => {
       this.informerSources.delete(source);
+    };
+  }
+
+  /**
+   * Export opkit_shards_held and opkit_shard_handovers_total through the returned sink (ShardCoordinator's
+   * `metrics`), and opkit_shard_keys{shard} read from `keys` at every scrape.
+   */
+  shards(keys: () => ReadonlyMap<number, number>): {
+    held(count: number): void;
+    handover(direction: "acquired" | "released" | "lost"): void;
+  } {
+    this.shardKeySource = keys;
+    this.shardsHeld.set(0);
+    return {
+      held: (count) => this.shardsHeld.set(count),
+      handover: (direction) => this.shardHandovers.inc({ direction }),
     };
   }
 

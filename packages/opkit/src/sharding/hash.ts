@@ -39,8 +39,11 @@ export function fnv1a64Halves(text: string): [number, number] {
 
 /** One shard's part of the key space: [start, end), with end = 2^64 for the last shard. */
 export interface ShardRange {
+  /** The shard's number, from 0. */
   index: number;
+  /** The first hash in the shard. */
   start: bigint;
+  /** The first hash after the shard (2^64 for the last). */
   end: bigint;
 }
 
@@ -63,10 +66,13 @@ export function shardRanges(count: number): ShardRange[] {
 
 /** The shards of a fixed count: which one a key falls into, precomputed once. */
 export class ShardSpace {
+  /** The number of shards. */
   readonly count: number;
+  /** Each shard's range, by index. */
   readonly ranges: readonly ShardRange[];
   private readonly starts: bigint[];
 
+  /** Split the key space into `count` shards (1 to 4096; a RangeError otherwise). */
   constructor(count: number) {
     this.count = count;
     this.ranges = shardRanges(count);

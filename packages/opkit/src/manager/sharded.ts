@@ -1,0 +1,184 @@
+/**
+ * How a Manager with `shards` wires sharding in: which kinds' caches are sharded by which field, one
+ * key gate per controller, the ShardRouter and the ShardCoordinator. The manager calls it before the
+ * controllers are set up and starts the coordinator once the caches synced.
+ */
+import type { Cache } from "../cache/cache.ts";
+import type { KubeClient } from "../client/client.ts";
+import { kindScope } from "../client/scopes.ts";
+import type { KindRef } from "../client/types.ts";
+import type { Clock } from "../clock/index.ts";
+import type { Controller, KeyGate } from "../controller/controller.ts";
+import { keyToRequest } from "../controller/reconcile.ts";
+import type { Logger } from "../logging/index.ts";
+import type { Metrics } from "../metrics/index.ts";
+import { ShardCoordinator } from "../sharding/coordinator.ts";
+import {
+  ShardRouter,
+  detectServerSharding,
+  type ShardKeyField,
+  type ShardedKind,
+} from "../sharding/router.ts";
+
+/**
+ * A sharded Manager: its controllers' keys are split into `count` shards, and each replica reconciles
+ * only the shards whose Lease it holds (at most ceil(count / live replicas)); see the README's "Sharding".
+ */
+export interface ShardingOptions {
+  /** The fixed number of shards, the same on every replica (e.g. 16). */
+  count: number;
+  /** Namespace of the shard and heartbeat Leases (default: POD_NAMESPACE, else "default"). */
+  namespace?: string;
+  /** Prefix of the Lease names, unique per operator (default: the operator's name). */
+  name?: string;
+  /** This replica's identity (default host name plus a random id). */
+  identity?: string;
+  /** How long a replica's shards wait after its last renewal before others take them (default 15 s). */
+  leaseDurationMs?: number;
+  /** How long a shard's renewal may fail before its work stops (default 10 s). */
+  renewDeadlineMs?: number;
+  /** Interval of renewals, membership reads and acquisitions (default 2 s). */
+  retryPeriodMs?: number;
+  /**
+   * How informers of sharded kinds are filtered: "server" sends a shardSelector (needs the
+   * `ShardedListAndWatch` feature gate), "client" filters what arrives, "auto" (default) detects.
+   */
+  filtering?: "auto" | "server" | "client";
+}
+
+/** What the manager keeps of its sharding. */
+export interface Sharding {
+  /** Holds this replica's shard Leases. */
+  coordinator: ShardCoordinator;
+  /** Routes informer filters and keys to the held shards. */
+  router: ShardRouter;
+  /** The gate of each controller. */
+  gates: Map<Controller, KeyGate>;
+  /** Whether the server filters ("server") or this process does ("client"). */
+  mode: "server" | "client";
+}
+
+function kindKey(kind: KindRef): string {
+  return `${kind.apiVersion}/${kind.kind}`;
+}
+
+/** Build the sharding of `controllers`; sets the cache's filters (no shard held yet). */
+export async function setupSharding(deps: {
+  options: ShardingOptions;
+  group: string;
+  identity: string;
+  client: KubeClient;
+  cache: Cache;
+  controllers: Controller[];
+  metrics: Metrics;
+  logger: Logger;
+  clock: Clock | undefined;
+}): Promise<Sharding> {
+  const { options, client, cache, controllers, logger } = deps;
+  const namespace = options.namespace ?? process.env.POD_NAMESPACE ?? "default";
+  let mode: "server" | "client" = options.filtering === "server" ? "server" : "client";
+  if ((options.filtering ?? "auto") === "auto") {
+    try {
+      mode = (await detectServerSharding(client, namespace)) ? "server" : "client";
+    } catch (err) {
+      logger.warn({ err: String(err) }, "could not detect server-side sharding; filtering on the client");
+    }
+  }
+
+  const namespaced = async (kind: KindRef): Promise<boolean> =>
+    (kindScope(kind) ?? ((await client.mapping(kind)).namespaced ? "Namespaced" : "Cluster")) ===
+    "Namespaced";
+  // Which field each controller shards by, and which kinds' caches follow; a kind two controllers
+  // would shard differently stays unsharded (its keys are still gated).
+  const fields = new Map<Controller, ShardKeyField>();
+  const wanted = new Map<string, { kind: KindRef; field: ShardKeyField | "conflict" }>();
+  const want = (kind: KindRef, field: ShardKeyField): void => {
+    const prev = wanted.get(kindKey(kind));
+    wanted.set(kindKey(kind), { kind, field: prev && prev.field !== field ? "conflict" : field });
+  };
+  for (const c of controllers) {
+    const field: ShardKeyField = c.shardKey ?? ((await namespaced(c.forKind)) ? "namespace" : "uid");
+    fields.set(c, field);
+    want(c.forKind, field);
+    if (field === "namespace")
+      for (const k of [...c.ownedKinds, ...c.watchedKinds]) if (await namespaced(k)) want(k, "namespace");
+  }
+  const kinds: ShardedKind[] = [];
+  for (const { kind, field } of wanted.values()) if (field !== "conflict") kinds.push({ kind, field });
+
+  const router: ShardRouter = new ShardRouter({
+    count: options.count,
+    cache,
+    kinds,
+    serverSide: mode === "server",
+    logger,
+    onActivated: (shard) => {
+      for (const c of controllers) {
+        const field = fields.get(c) as ShardKeyField;
+        c.enqueueCached((obj) => router.shardOf(obj, field) === shard);
+      }
+    },
+  });
+  await router.initialize();
+
+  const gates = new Map<Controller, KeyGate>();
+  for (const c of controllers) {
+    const field = fields.get(c) as ShardKeyField;
+    gates.set(
+      c,
+      router.gate((key) => {
+        const req = keyToRequest(key);
+        if (field === "namespace") return router.space.shardOf(req.namespace ?? "");
+        // By uid: the cached object says which shard; a key whose object is not cached (not ours, or
+        // gone) is not this replica's to reconcile.
+        try {
+          const obj = cache.get(c.forKind, req.name, { namespace: req.namespace });
+          return obj ? router.shardOf(obj, "uid") : undefined;
+        } catch {
+          return undefined;
+        }
+      }),
+    );
+  }
+
+  const coordinator = new ShardCoordinator({
+    client,
+    namespace,
+    group: options.name ?? deps.group,
+    count: options.count,
+    identity: options.identity ?? deps.identity,
+    leaseDurationMs: options.leaseDurationMs,
+    renewDeadlineMs: options.renewDeadlineMs,
+    retryPeriodMs: options.retryPeriodMs,
+    clock: deps.clock,
+    logger,
+    metrics: deps.metrics.shards(() =>
+      router.keysPerShard(
+        controllers.flatMap((c) => {
+          const field = fields.get(c) as ShardKeyField;
+          try {
+            return cache
+              .informer(c.forKind)
+              .list()
+              .map((obj) => ({ obj, field }));
+          } catch {
+            return [];
+          }
+        }),
+      ),
+    ),
+  });
+  logger.info(
+    {
+      mode,
+      shards: options.count,
+      lease: `${namespace}/${options.name ?? deps.group}-shard-*`,
+      identity: coordinator.identity,
+      shardedKinds: kinds.map((k) => `${k.kind.kind}.${k.kind.apiVersion} by ${k.field}`),
+    },
+    mode === "server"
+      ? "sharding: the API server filters list/watch by shardSelector"
+      : "sharding: the API server does not shard list/watch; filtering on the client",
+  );
+  return { coordinator, router, gates, mode };
+}

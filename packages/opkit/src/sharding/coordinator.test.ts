@@ -1,0 +1,219 @@
+/**
+ * Shard membership, fair share and handover with a fake clock and an in-memory Lease store (optimistic
+ * concurrency like the API server's). The real API server is exercised by the AppService sharding test.
+ */
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { FakeClock } from "../clock/index.ts";
+import { ConflictError, NotFoundError } from "../client/errors.ts";
+import type { KindRef, KubeList, KubeObject } from "../client/types.ts";
+import type { Lease } from "../client/builtins.ts";
+import {
+  ShardConfigError,
+  ShardCoordinator,
+  fairShare,
+  type ShardCallbacks,
+  type ShardLeaseClient,
+} from "./coordinator.ts";
+
+const req = { method: "GET", path: "/leases" };
+
+class MemoryLeases {
+  readonly leases = new Map<string, Lease>();
+  rv = 0;
+
+  client(): ShardLeaseClient {
+    const clone = (l: Lease): Lease => structuredClone(l);
+    const write = (obj: KubeObject): Lease => {
+      const lease = {
+        ...clone(obj),
+        metadata: { ...obj.metadata, resourceVersion: String(++this.rv) },
+      };
+      this.leases.set(obj.metadata.name ?? "", lease);
+      return clone(lease);
+    };
+    return {
+      get: (async (_kind: KindRef, name: string) => {
+        const l = this.leases.get(name);
+        if (!l) throw new NotFoundError(404, { reason: "NotFound" }, req);
+        return clone(l);
+      }) as ShardLeaseClient["get"],
+      list: (async () =>
+        ({
+          metadata: {},
+          items: [...this.leases.values()].map(clone),
+        }) satisfies KubeList<Lease>) as unknown as ShardLeaseClient["list"],
+      create: (async (obj: KubeObject) => {
+        if (this.leases.has(obj.metadata.name ?? ""))
+          throw new ConflictError(409, { reason: "AlreadyExists" }, req);
+        return write(obj);
+      }) as ShardLeaseClient["create"],
+      update: (async (obj: KubeObject) => {
+        const cur = this.leases.get(obj.metadata.name ?? "");
+        if (!cur) throw new NotFoundError(404, { reason: "NotFound" }, req);
+        if (obj.metadata.resourceVersion !== cur.metadata.resourceVersion)
+          throw new ConflictError(409, { reason: "Conflict" }, req);
+        return write(obj);
+      }) as ShardLeaseClient["update"],
+    };
+  }
+
+  /** Shard index → holder, from the stored shard Leases. */
+  holders(count: number): string[] {
+    return Array.from(
+      { length: count },
+      (_, i) => this.leases.get(`op-shard-${i}`)?.spec?.holderIdentity ?? "",
+    );
+  }
+}
+
+/** A replica: its coordinator and the shards it works on per its callbacks (what a controller would dispatch). */
+class Replica {
+  readonly working = new Set<number>();
+  readonly coordinator: ShardCoordinator;
+  /** While set, `releasing` waits for this promise (in-flight reconciles still running). */
+  inflight: Promise<void> | undefined;
+  releases = 0;
+  readonly id: string;
+  constructor(id: string, store: MemoryLeases, clock: FakeClock, count: number) {
+    this.id = id;
+    let seed = id.length * 7919;
+    this.coordinator = new ShardCoordinator({
+      client: store.client(),
+      namespace: "ns",
+      group: "op",
+      count,
+      identity: id,
+      leaseDurationMs: 6_000,
+      renewDeadlineMs: 4_000,
+      retryPeriodMs: 1_000,
+      clock,
+      random: () => (seed = (seed * 16807) % 2147483647) / 2147483647,
+    });
+  }
+  callbacks(): ShardCallbacks {
+    return {
+      acquired: (shard) => this.working.add(shard),
+      releasing: async (shard) => {
+        this.releases++;
+        // Stop dispatching first, then wait for what is in flight, as the manager does.
+        await this.inflight;
+        this.working.delete(shard);
+      },
+      lost: (shard) => this.working.delete(shard),
+    };
+  }
+  start(): void {
+    this.coordinator.start(this.callbacks());
+  }
+}
+
+/** Advance fake time in steps, letting promise chains run, and check `invariant` after each step. */
+async function advance(clock: FakeClock, ms: number, invariant: () => void, step = 100): Promise<void> {
+  for (let t = 0; t < ms; t += step) {
+    clock.advance(Math.min(step, ms - t));
+    for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r));
+    invariant();
+  }
+}
+
+/** No shard is worked on by two live replicas at once. */
+function noOverlap(replicas: Replica[]): () => void {
+  return () => {
+    const owner = new Map<number, string>();
+    for (const r of replicas)
+      for (const s of r.working) {
+        const other = owner.get(s);
+        assert.equal(other, undefined, `shard ${s} worked on by ${other} and ${r.id} at once`);
+        owner.set(s, r.id);
+      }
+  };
+}
+
+describe("shard coordination", () => {
+  it("computes the fair share as ceil(shards / replicas)", () => {
+    assert.equal(fairShare(16, 1), 16);
+    assert.equal(fairShare(16, 3), 6);
+    assert.equal(fairShare(16, 5), 4);
+    assert.equal(fairShare(16, 0), 16);
+  });
+
+  it("rejects timings that could let two holders overlap, naming them", () => {
+    const make = (o: { leaseDurationMs?: number; renewDeadlineMs?: number; count?: number }) =>
+      new ShardCoordinator({
+        client: new MemoryLeases().client(),
+        namespace: "ns",
+        group: "op",
+        identity: "a",
+        count: o.count ?? 4,
+        ...o,
+      });
+    assert.throws(() => make({ leaseDurationMs: 5_000, renewDeadlineMs: 5_000 }), ShardConfigError);
+    assert.throws(() => make({ count: 0 }), /shards.count must be a whole number/);
+  });
+
+  it("spreads 16 shards over 3 replicas, takes over a dead one's, rebalances to 5 after draining", async () => {
+    const clock = new FakeClock(1_000_000);
+    const store = new MemoryLeases();
+    const replicas = ["a", "bb", "ccc"].map((id) => new Replica(id, store, clock, 16));
+    const all = [...replicas];
+    for (const r of replicas) r.start();
+    await advance(clock, 20_000, noOverlap(all));
+
+    const counts = (rs: Replica[]) => rs.map((r) => r.working.size);
+    assert.deepEqual(
+      counts(replicas).reduce((a, b) => a + b),
+      16,
+      `every shard worked on once: ${counts(replicas).join(",")}`,
+    );
+    for (const r of replicas) assert.ok(r.working.size <= 6, `${r.id} holds ${r.working.size} > 6`);
+    for (const r of replicas)
+      for (const s of r.working)
+        assert.equal(store.holders(16)[s], r.id, `lease of shard ${s} names ${r.id}`);
+
+    // "Kill" one replica: its timers stop, its Leases are never released.
+    const dead = replicas[0] as Replica;
+    dead.coordinator["stopped"] = true;
+    const orphaned = [...dead.working];
+    dead.working.clear();
+    const alive = replicas.slice(1);
+    // Within lease duration + a couple of retries, the survivors hold everything.
+    await advance(clock, 6_000 + 3_000, noOverlap(alive));
+    assert.equal(
+      counts(alive).reduce((a, b) => a + b),
+      16,
+      `survivors took over ${orphaned.join(",")}: ${counts(alive).join(",")}`,
+    );
+    for (const r of alive) assert.ok(r.working.size <= 8);
+
+    // Scale to 4 live replicas (3 → 5 counting the dead one's replacement): extras drain before release.
+    const finish: (() => void)[] = [];
+    for (const r of alive) r.inflight = new Promise<void>((resolve) => finish.push(resolve));
+    const joiners = ["dddd", "eeeee", "ffffff"].map((id) => new Replica(id, store, clock, 16));
+    for (const r of joiners) r.start();
+    const everyone = [...alive, ...joiners];
+    await advance(clock, 5_000, noOverlap(everyone));
+    // While in-flight work has not finished, the old holders keep their Leases: joiners wait.
+    assert.ok(
+      alive.some((r) => r.releases > 0),
+      "extras are being handed back",
+    );
+    for (const r of alive) for (const s of r.working) assert.equal(store.holders(16)[s], r.id);
+    const joinedEarly = joiners.reduce((n, r) => n + r.working.size, 0);
+    assert.ok(joinedEarly <= 16 - counts(alive).reduce((a, b) => a + b));
+    // In-flight work finishes: the Leases go, the joiners take them.
+    for (const r of alive) r.inflight = undefined;
+    for (const f of finish) f();
+    await advance(clock, 20_000, noOverlap(everyone));
+    assert.equal(
+      counts(everyone).reduce((a, b) => a + b),
+      16,
+      `after rebalancing: ${counts(everyone).join(",")}`,
+    );
+    for (const r of everyone) assert.ok(r.working.size <= 4, `${r.id} holds ${r.working.size} > ceil(16/5)`);
+
+    // A graceful stop hands everything back at once.
+    await Promise.all(everyone.map((r) => r.coordinator.stop()));
+    assert.deepEqual(store.holders(16), Array(16).fill(""));
+  });
+});

@@ -1,0 +1,255 @@
+/**
+ * The work side of sharding: which shards this replica works on, what its informers cache, and which
+ * keys it may reconcile.
+ *
+ * - A shard acquired from the ShardCoordinator is first added to the informer filters of the sharded
+ *   kinds (the server's `shardSelector` where supported, the same FNV-1a test on the client always);
+ *   only once those informers listed again is it active: its keys are admitted and every cached object
+ *   of it is queued.
+ * - A shard being handed back stops admitting keys at once, and `releasing` resolves only when its
+ *   in-flight reconciles have finished — the coordinator releases the Lease after that.
+ * - A lost shard stops admitting keys and aborts its in-flight reconciles' signals.
+ *
+ * It knows nothing of controllers: the gate it hands out has the shape the controller's KeyGate expects.
+ */
+import type { Cache } from "../cache/cache.ts";
+import type { InformerFilter } from "../cache/informer.ts";
+import type { KubeClient } from "../client/client.ts";
+import { Leases } from "../client/builtins.ts";
+import type { DeepReadonly, KindRef, KubeObject } from "../client/types.ts";
+import type { Logger } from "../logging/index.ts";
+import type { ShardCallbacks } from "./coordinator.ts";
+import { ShardSpace, hex64 } from "./hash.ts";
+
+/** The object field a kind is sharded by: its namespace (parents and children together) or its uid. */
+export type ShardKeyField = "namespace" | "uid";
+
+/** A kind whose informers cache only this replica's shards, and the field its shard comes from. */
+export interface ShardedKind {
+  /** The kind. */
+  kind: KindRef;
+  /** The field hashed into a shard. */
+  field: ShardKeyField;
+}
+
+/** A key admitted for a reconcile (the controller's KeyAdmission). */
+export interface ShardAdmission {
+  /** Aborted when the shard is lost. */
+  signal: AbortSignal;
+  /** Called once the reconcile ended. */
+  done(): void;
+}
+
+/** Options of a ShardRouter. */
+export interface ShardRouterOptions {
+  /** The shard count. */
+  count: number;
+  /** The cache whose informers of `kinds` are filtered to the held shards. */
+  cache: Pick<Cache, "setFilter">;
+  /** Kinds cached per shard; other kinds stay unsharded. */
+  kinds: readonly ShardedKind[];
+  /** Whether the API server applies `shardSelector` (see `detectServerSharding`). */
+  serverSide: boolean;
+  /** Told when a shard became active, so its cached objects can be queued. */
+  onActivated?: (shard: number) => void;
+  /** Where activation and filter changes are logged. */
+  logger?: Logger;
+}
+
+type State = "activating" | "active" | "draining";
+
+interface Work {
+  state: State;
+  inflight: number;
+  abort: AbortController;
+  idle: (() => void)[];
+}
+
+/** The value of `field` of an object, as the API server hashes it. */
+export function shardFieldValue(obj: DeepReadonly<KubeObject>, field: ShardKeyField): string {
+  return field === "uid" ? (obj.metadata.uid ?? "") : (obj.metadata.namespace ?? "");
+}
+
+/**
+ * A shard selector for a set of shards: adjacent ranges merged, joined with `||`; undefined for an
+ * empty set (nothing to ask the server for).
+ */
+export function shardSelector(
+  space: ShardSpace,
+  field: ShardKeyField,
+  shards: Iterable<number>,
+): string | undefined {
+  const sorted = [...new Set(shards)].sort((a, b) => a - b);
+  const parts: string[] = [];
+  let i = 0;
+  while (i < sorted.length) {
+    let j = i;
+    while (j + 1 < sorted.length && sorted[j + 1] === (sorted[j] as number) + 1) j++;
+    const start = space.ranges[sorted[i] as number]?.start ?? 0n;
+    const end = space.ranges[sorted[j] as number]?.end ?? 0n;
+    parts.push(`shardRange(object.metadata.${field}, '${hex64(start)}', '${hex64(end)}')`);
+    i = j + 1;
+  }
+  return parts.length ? parts.join(" || ") : undefined;
+}
+
+/**
+ * Whether the API server applies shard selectors (the `ShardedListAndWatch` feature gate): a list with
+ * one answers with `metadata.shardInfo` only then. Lists Leases, which a sharded operator may read.
+ */
+export async function detectServerSharding(
+  client: Pick<KubeClient, "list">,
+  namespace: string,
+): Promise<boolean> {
+  const list = await client.list(Leases, {
+    namespace,
+    limit: 1,
+    shardSelector: `shardRange(object.metadata.uid, '0x0000000000000000', '0x10000000000000000')`,
+  });
+  return list.metadata.shardInfo !== undefined;
+}
+
+/** Routes a sharded operator's work to the shards it holds (see the module comment). */
+export class ShardRouter {
+  /** The shard key space. */
+  readonly space: ShardSpace;
+  private readonly cache: Pick<Cache, "setFilter">;
+  private readonly kinds: readonly ShardedKind[];
+  private readonly serverSide: boolean;
+  private readonly onActivated: ((shard: number) => void) | undefined;
+  private readonly logger: Logger | undefined;
+  private readonly work = new Map<number, Work>();
+  private applying: Promise<void> = Promise.resolve();
+  private queued: Promise<void> | undefined;
+
+  constructor(options: ShardRouterOptions) {
+    this.space = new ShardSpace(options.count);
+    this.cache = options.cache;
+    this.kinds = options.kinds;
+    this.serverSide = options.serverSide;
+    this.onActivated = options.onActivated;
+    this.logger = options.logger;
+  }
+
+  /** The shard an object falls into by `field`. */
+  shardOf(obj: DeepReadonly<KubeObject>, field: ShardKeyField): number {
+    return this.space.shardOf(shardFieldValue(obj, field));
+  }
+
+  /** Shards whose keys are admitted now. */
+  active(): number[] {
+    return [...this.work].filter(([, w]) => w.state === "active").map(([s]) => s);
+  }
+
+  /** True when every held shard is active (its informers listed with it): the readiness check. */
+  ready(): boolean {
+    return [...this.work.values()].every((w) => w.state !== "activating");
+  }
+
+  /** Set the informer filters for no shard yet, before the cache starts. */
+  initialize(): Promise<void> {
+    return this.refilter();
+  }
+
+  /**
+   * A gate for one controller: `shardOfKey` names the shard of a queue key (undefined: the key is not
+   * this replica's to decide, e.g. the object is not cached, and it is dropped).
+   */
+  gate(shardOfKey: (key: string) => number | undefined): { admit(key: string): ShardAdmission | undefined } {
+    return {
+      admit: (key) => {
+        const shard = shardOfKey(key);
+        if (shard === undefined) return undefined;
+        const w = this.work.get(shard);
+        if (!w || w.state !== "active") return undefined;
+        w.inflight++;
+        let done = false;
+        return {
+          signal: w.abort.signal,
+          done: () => {
+            if (done) return;
+            done = true;
+            w.inflight--;
+            if (w.inflight === 0) for (const resolve of w.idle.splice(0)) resolve();
+          },
+        };
+      },
+    };
+  }
+
+  /** The callbacks to start a ShardCoordinator with. */
+  callbacks(): ShardCallbacks {
+    return {
+      acquired: (shard) => {
+        const w: Work = { state: "activating", inflight: 0, abort: new AbortController(), idle: [] };
+        this.work.set(shard, w);
+        void this.refilter().then(() => {
+          if (this.work.get(shard) !== w || w.state !== "activating") return;
+          w.state = "active";
+          this.logger?.info({ shard }, "shard active: caches listed, reconciling its keys");
+          this.onActivated?.(shard);
+        });
+      },
+      releasing: async (shard) => {
+        const w = this.work.get(shard);
+        if (!w) return;
+        w.state = "draining";
+        if (w.inflight > 0) await new Promise<void>((resolve) => w.idle.push(resolve));
+        if (this.work.get(shard) === w) this.work.delete(shard);
+        void this.refilter();
+      },
+      lost: (shard, reason) => {
+        const w = this.work.get(shard);
+        if (!w) return;
+        this.work.delete(shard);
+        w.abort.abort(new Error(`shard ${shard} lost: ${reason}`));
+        for (const resolve of w.idle.splice(0)) resolve();
+        void this.refilter();
+      },
+    };
+  }
+
+  /**
+   * Apply the filters of the shards held now to every sharded kind. Calls that arrive while one is
+   * applying are folded into one next application, so a burst of acquisitions costs one relist.
+   */
+  private refilter(): Promise<void> {
+    if (this.queued) return this.queued;
+    const next = this.applying.then(async () => {
+      this.queued = undefined;
+      const shards = new Set(this.work.keys());
+      await Promise.all(this.kinds.map((k) => this.cache.setFilter(k.kind, this.filter(k.field, shards))));
+      this.logger?.debug({ shards: [...shards].sort((a, b) => a - b) }, "informer filters applied");
+    });
+    this.queued = next;
+    this.applying = next.catch((err: unknown) =>
+      this.logger?.error({ err: String(err) }, "applying shard filters failed"),
+    );
+    return next;
+  }
+
+  private filter(field: ShardKeyField, shards: ReadonlySet<number>): InformerFilter {
+    // No shard: ask the server for the smallest range there is (the client test drops even that).
+    const selector = this.serverSide
+      ? (shardSelector(this.space, field, shards) ??
+        `shardRange(object.metadata.${field}, '0x0000000000000000', '0x0000000000000001')`)
+      : undefined;
+    return {
+      selector,
+      matches: (obj) => shards.has(this.space.shardOf(shardFieldValue(obj, field))),
+    };
+  }
+
+  /** Objects cached per active shard, from `list` (the reconciled kinds' cached objects and their fields). */
+  keysPerShard(
+    objects: Iterable<{ obj: DeepReadonly<KubeObject>; field: ShardKeyField }>,
+  ): Map<number, number> {
+    const counts = new Map<number, number>();
+    for (const s of this.work.keys()) counts.set(s, 0);
+    for (const { obj, field } of objects) {
+      const s = this.shardOf(obj, field);
+      if (counts.has(s)) counts.set(s, (counts.get(s) ?? 0) + 1);
+    }
+    return counts;
+  }
+}
