@@ -53,6 +53,7 @@ lint: build
 	npx eslint .
 	npx prettier --check .
 	npx tsc -p operators
+	npx tsc -p faults
 	@$(MAKE) --no-print-directory api-report
 
 # The public API (packages/opkit/etc/*.api.md) is checked in: a change to the exported surface fails
@@ -90,9 +91,10 @@ format: deps
 env-build: build
 	$(OPKIT) env build
 
-# packages/ and the example operators (operators/<name>/test), each operator's tests as its `npm test` runs them.
-UNIT_TESTS = $(shell find packages operators -path '*/node_modules' -prune -o -name '*.test.ts' ! -name '*.int.test.ts' -print)
-INT_TESTS  = $(shell find packages operators -path '*/node_modules' -prune -o -name '*.int.test.ts' -print)
+# packages/, the example operators (operators/<name>/test), each operator's tests as its `npm test` runs them,
+# and the fault suite (faults/, at CI size; `make soak` runs it long).
+UNIT_TESTS = $(shell find packages operators faults -path '*/node_modules' -prune -o -name '*.test.ts' ! -name '*.int.test.ts' -print)
+INT_TESTS  = $(shell find packages operators faults -path '*/node_modules' -prune -o -name '*.int.test.ts' -print)
 GLOBAL_SETUP := --test-global-setup=packages/opkit/src/testenv/global-setup.ts
 
 # Unit tests only: pure logic with fakes and an injected clock, no control plane.
