@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { parse, stringify } from "yaml";
 import {
   AlreadyExistsError,
+  KubeApiError,
   Deployments,
   Services,
   scrape,
@@ -59,8 +60,9 @@ export async function pool<T>(
 }
 
 /**
- * Retry a request through an API server that may be restarting (connection refused, 503, timeouts),
- * for up to `timeoutMs`. A create that already happened (its answer lost) counts as done.
+ * Retry a request through an API server that may be restarting (connection refused, 503, 429,
+ * timeouts), for up to `timeoutMs`. A create that already happened (its answer lost) counts as done;
+ * any other 4xx answer is final and thrown at once.
  */
 export async function persist<T>(
   what: string,
@@ -73,6 +75,7 @@ export async function persist<T>(
       return await fn();
     } catch (err) {
       if (err instanceof AlreadyExistsError) return undefined;
+      if (err instanceof KubeApiError && err.code >= 400 && err.code < 500 && err.code !== 429) throw err;
       if (Date.now() > deadline)
         throw new Error(`${what}: still failing after ${timeoutMs} ms`, { cause: err });
       await sleep(250);
