@@ -71,7 +71,7 @@ describe("faults: the AcmeNamespace operator", { timeout: 600_000 }, () => {
 
   it("SIGKILLed at random moments during N creations and restarted: every one Created, no orphan or duplicate", async () => {
     const startedAt = Date.now();
-    const n = scaled(40);
+    const n = scaled(30);
     let op = await project.start(["--webhook-bind-address=0"]);
     // K kills spread over the creations: the i-th once about i/(K+1) of them were sent, a random moment
     // later; creations go on while the operator is down and starting again.
@@ -98,7 +98,7 @@ describe("faults: the AcmeNamespace operator", { timeout: 600_000 }, () => {
         } as KubeObject),
       );
       sent++;
-      await sleep(300);
+      await sleep(200);
     });
     await killer;
 

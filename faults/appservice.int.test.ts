@@ -6,8 +6,8 @@
  *   Service each, owned by it;
  * - etcd compacted (and the API server restarted, so watches resume into 410 Gone) during churn → every
  *   change made during the churn converges (the caches equal live state);
- * - watch connections cut, then frozen, during churn → every change converges, and the frozen watch is
- *   noticed within the progress deadline;
+ * - watch connections cut during churn → every change converges and the watches reopen; with
+ *   FAULT_FREEZE=1 (and in `make soak`) frozen too, noticed within the progress deadline;
  * - a second client rewriting Deployment replicas in a loop → the spec is restored, with the operator's
  *   writes bounded by the fighter's;
  * - the leader's Lease taken over under churn → the old leader exits at once, the standby takes over and
@@ -17,7 +17,7 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
-import { Deployments, Leases } from "opkit";
+import { ConflictError, Deployments, Leases } from "opkit";
 import {
   operatorProject,
   sleep,
@@ -37,12 +37,19 @@ import {
   persist,
   report,
   scaled,
+  SCALE,
   total,
   writes,
   type Wanted,
 } from "./harness.ts";
 
 const root = fileURLToPath(new URL("../operators/appservice", import.meta.url));
+/**
+ * A frozen connection is only noticed after the reflector's 75 s progress deadline, so the CI run cuts
+ * connections only (the informer's own test, packages/opkit/src/cache/informer.int.test.ts, times a
+ * freeze); FAULT_FREEZE=1 (or FAULT_SCALE > 1) freezes the operator's connections here too.
+ */
+const FREEZE = process.env.FAULT_FREEZE === "1" || SCALE > 1;
 
 describe("faults: the AppService operator", { timeout: 600_000 }, () => {
   let env: TestEnv;
@@ -98,10 +105,8 @@ describe("faults: the AppService operator", { timeout: 600_000 }, () => {
     const compactions = (async () => {
       await sleep(4_000);
       await env.compact();
-      await sleep(5_000);
-      await env.compact();
     })();
-    const changes = await churn(env.client, ns, wanted, { durationMs: 15_000, perSecond: 10 });
+    const changes = await churn(env.client, ns, wanted, { durationMs: 10_000, perSecond: 10 });
     await compactions;
     await converged(env.client, ns, wanted, "after the compactions", 180_000);
     await alive("compaction");
@@ -109,8 +114,8 @@ describe("faults: the AppService operator", { timeout: 600_000 }, () => {
     const relists =
       total(afterM, "opkit_informer_relists_total") - total(before, "opkit_informer_relists_total");
     report("etcd-compaction", {
-      load: `${changes} changes over ${wanted.size} AppServices in 15 s`,
-      faults: "2 etcd compactions, each with an apiserver restart",
+      load: `${changes} changes over ${wanted.size} AppServices in 10 s`,
+      faults: "1 etcd compaction with an apiserver restart",
       lost: 0,
       startedAt,
       extra: `relists=${relists}`,
@@ -124,37 +129,41 @@ describe("faults: the AppService operator", { timeout: 600_000 }, () => {
     const before = await restarts();
     const cuts = (async () => {
       for (let i = 0; i < 3; i++) {
-        await sleep(3_000);
+        await sleep(2_500);
         proxy.dropAll();
       }
     })();
-    const changes = await churn(env.client, ns, wanted, { durationMs: 10_000, perSecond: 10 });
+    const changes = await churn(env.client, ns, wanted, { durationMs: 8_000, perSecond: 10 });
     await cuts;
     await converged(env.client, ns, wanted, "after the cut connections", 120_000);
     const afterCuts = await restarts();
     assert.ok(afterCuts - before >= 3, `each cut reopened the watches: ${afterCuts - before} restarts`);
 
-    // Frozen: the sockets stay open and carry nothing. Only the progress deadline can notice it.
-    proxy.freezeAll();
-    const frozenAt = Date.now();
-    const changed = await churn(env.client, ns, wanted, { durationMs: 2_000, perSecond: 5 });
-    await converged(env.client, ns, wanted, "after the frozen connections", 150_000);
-    const noticedS = (Date.now() - frozenAt) / 1000;
+    let frozen = "freeze not run (FAULT_FREEZE=1; make soak freezes every 4th minute)";
+    if (FREEZE) {
+      // Frozen: the sockets stay open and carry nothing. Only the progress deadline can notice it.
+      proxy.freezeAll();
+      const frozenAt = Date.now();
+      await churn(env.client, ns, wanted, { durationMs: 2_000, perSecond: 5 });
+      await converged(env.client, ns, wanted, "after the frozen connections", 150_000);
+      const noticedS = (Date.now() - frozenAt) / 1000;
+      frozen = `freeze noticed and converged after ${noticedS.toFixed(1)} s`;
+      // The reflector's progress deadline is 75 s (longer than the server's ~60 s bookmarks), plus a
+      // reconnect and the writes that were waiting on frozen pooled connections. The issue asks for a
+      // minute: that needs a liveness probe the HTTP/1.1 watches do not have (client-go pings HTTP/2).
+      assert.ok(
+        noticedS <= 100,
+        `the frozen watch was noticed within the progress deadline (took ${noticedS} s)`,
+      );
+    }
     await alive("cut and frozen connections");
     report("cut-and-frozen-watches", {
-      load: `${changes + changed} changes over ${wanted.size} AppServices`,
-      faults: "3 cuts of every connection, 1 freeze of every connection",
+      load: `${changes} changes over ${wanted.size} AppServices`,
+      faults: `3 cuts of every connection${FREEZE ? ", 1 freeze of every connection" : ""}`,
       lost: 0,
       startedAt,
-      extra: `watch restarts=${(await restarts()) - before}; freeze noticed and converged after ${noticedS.toFixed(1)} s`,
+      extra: `watch restarts=${(await restarts()) - before}; ${frozen}`,
     });
-    // The reflector's progress deadline is 75 s (longer than the server's ~60 s bookmarks), plus a
-    // reconnect and the writes that were waiting on frozen pooled connections. The issue asks for a
-    // minute: that needs a liveness probe the HTTP/1.1 watches do not have (client-go pings HTTP/2).
-    assert.ok(
-      noticedS <= 100,
-      `the frozen watch was noticed within the progress deadline (took ${noticedS} s)`,
-    );
   });
 
   it("a second client fighting the operator over Deployment replicas: the spec is restored with bounded traffic", async () => {
@@ -217,18 +226,26 @@ describe("faults: the AppService operator", { timeout: 600_000 }, () => {
     let exitMs = NaN;
     const takeover = (async () => {
       await sleep(4_000);
-      const lease = await env.client.get(Leases, "appservice", { namespace: ns });
-      const now = new Date().toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
-      await env.client.update({
-        ...lease,
-        spec: {
-          ...lease.spec,
-          holderIdentity: "intruder",
-          renewTime: now,
-          acquireTime: now,
-          leaseDurationSeconds: 2,
-        },
-      });
+      // The leader renews every 2 s: take the Lease over from the version just read, again on a conflict.
+      for (;;) {
+        const lease = await env.client.get(Leases, "appservice", { namespace: ns });
+        const now = new Date().toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
+        try {
+          await env.client.update({
+            ...lease,
+            spec: {
+              ...lease.spec,
+              holderIdentity: "intruder",
+              renewTime: now,
+              acquireTime: now,
+              leaseDurationSeconds: 2,
+            },
+          });
+          break;
+        } catch (err) {
+          if (!(err instanceof ConflictError)) throw err;
+        }
+      }
       const at = Date.now();
       await first.exited;
       exitMs = Date.now() - at;
