@@ -198,6 +198,9 @@ describe("faults: the AppService operator", { timeout: 600_000 }, () => {
     const opRequests =
       total(afterFight, "rest_client_requests_total") - total(before, "rest_client_requests_total");
     const seconds = (Date.now() - startedAt) / 1000;
+    const reconciles =
+      total(afterFight, "controller_runtime_reconcile_total") -
+      total(before, "controller_runtime_reconcile_total");
     const settleWrites = writes(settled) - writes(afterFight);
     await alive("fighter");
     report("replica-fighter", {
@@ -205,7 +208,7 @@ describe("faults: the AppService operator", { timeout: 600_000 }, () => {
       faults: "a second client rewriting spec.replicas every 100 ms",
       lost: 0,
       startedAt,
-      extra: `operator requests=${opRequests} (${(opRequests / seconds).toFixed(1)}/s), writes=${opWrites}, then ${settleWrites} status writes while the pods went, then ${quiet ? "quiet" : "STILL WRITING"}`,
+      extra: `operator requests=${opRequests} (${(opRequests / seconds).toFixed(1)}/s), writes=${opWrites} in ${reconciles} reconciles, then ${settleWrites} status writes while the pods went, then ${quiet ? "quiet" : "STILL WRITING"}`,
     });
     // Each fighter write costs at most a Deployment apply and a status update of its AppService.
     assert.ok(
