@@ -22,7 +22,7 @@ NODE_TEST := node --conditions=opkit-source --test --test-reporter=spec --test-r
              --test-reporter=./packages/opkit/src/testenv/durations-reporter.ts --test-reporter-destination=stderr
 OPKIT     := node packages/cli/dist/main.js
 
-.PHONY: help node deps build typecheck lint format api-report api-report-update docs test test-unit test-int soak env-build demo demo-intro demo-down schemas pack clean
+.PHONY: help node deps build typecheck lint format api-report api-report-update docs test test-unit test-int test-faults soak env-build demo demo-intro demo-down schemas pack clean
 
 help:
 	@echo "make demo   start a local control plane (etcd, kube-apiserver, controller-manager, scheduler, kwok nodes) and every seed operator on its sample (KEEP=1 leaves them running; make demo-down stops them)"
@@ -105,6 +105,10 @@ test-unit: build
 # Integration tests against one shared local control plane (started and stopped by the global setup).
 test-int: env-build
 	$(NODE_TEST) $(GLOBAL_SETUP) $(INT_TESTS)
+
+# The fault suite alone, at CI size (FAULT_SCALE=1); the durations table at the end is its budget.
+test-faults: env-build
+	$(NODE_TEST) $(GLOBAL_SETUP) $(filter faults/%,$(UNIT_TESTS) $(INT_TESTS))
 
 test: build lint env-build
 	$(NODE_TEST) $(GLOBAL_SETUP) $(UNIT_TESTS) $(INT_TESTS)
