@@ -22,11 +22,12 @@ NODE_TEST := node --conditions=opkit-source --test --test-reporter=spec --test-r
              --test-reporter=./packages/opkit/src/testenv/durations-reporter.ts --test-reporter-destination=stderr
 OPKIT     := node packages/cli/dist/main.js
 
-.PHONY: help node deps build typecheck lint format api-report api-report-update docs test test-unit test-int env-build demo demo-intro demo-down schemas pack clean
+.PHONY: help node deps build typecheck lint format api-report api-report-update docs test test-unit test-int test-faults soak env-build demo demo-intro demo-down schemas pack clean
 
 help:
 	@echo "make demo   start a local control plane (etcd, kube-apiserver, controller-manager, scheduler, kwok nodes) and every seed operator on its sample (KEEP=1 leaves them running; make demo-down stops them)"
 	@echo "make test   install, build, lint and run every test (unit + integration against the local control plane)"
+	@echo "make soak   SOAK_MINUTES (default 30) of churn and faults across the seed operators; fails on a lost update or a leak"
 	@echo "make docs   the API reference of opkit's public entries (TypeDoc) into docs/api/index.html"
 
 $(NODE_DIR)/bin/node:
@@ -53,6 +54,7 @@ lint: build
 	npx eslint .
 	npx prettier --check .
 	npx tsc -p operators
+	npx tsc -p faults
 	@$(MAKE) --no-print-directory api-report
 
 # The public API (packages/opkit/etc/*.api.md) is checked in: a change to the exported surface fails
@@ -90,9 +92,10 @@ format: deps
 env-build: build
 	$(OPKIT) env build
 
-# packages/ and the example operators (operators/<name>/test), each operator's tests as its `npm test` runs them.
-UNIT_TESTS = $(shell find packages operators -path '*/node_modules' -prune -o -name '*.test.ts' ! -name '*.int.test.ts' -print)
-INT_TESTS  = $(shell find packages operators -path '*/node_modules' -prune -o -name '*.int.test.ts' -print)
+# packages/, the example operators (operators/<name>/test), each operator's tests as its `npm test` runs them,
+# and the fault suite (faults/, at CI size; `make soak` runs it long).
+UNIT_TESTS = $(shell find packages operators faults -path '*/node_modules' -prune -o -name '*.test.ts' ! -name '*.int.test.ts' -print)
+INT_TESTS  = $(shell find packages operators faults -path '*/node_modules' -prune -o -name '*.int.test.ts' -print)
 GLOBAL_SETUP := --test-global-setup=packages/opkit/src/testenv/global-setup.ts
 
 # Unit tests only: pure logic with fakes and an injected clock, no control plane.
@@ -103,8 +106,18 @@ test-unit: build
 test-int: env-build
 	$(NODE_TEST) $(GLOBAL_SETUP) $(INT_TESTS)
 
+# The fault suite alone, at CI size (FAULT_SCALE=1); the durations table at the end is its budget.
+test-faults: env-build
+	$(NODE_TEST) $(GLOBAL_SETUP) $(filter faults/%,$(UNIT_TESTS) $(INT_TESTS))
+
 test: build lint env-build
 	$(NODE_TEST) $(GLOBAL_SETUP) $(UNIT_TESTS) $(INT_TESTS)
+
+# Not in CI: SOAK_MINUTES (default 30) of churn across the seed operators with an apiserver restart, an
+# etcd compaction, cut or frozen connections each minute in turn (faults/soak.ts); prints RSS and heap of
+# each operator every minute; fails on a lost update or growing memory. Its own env unless OPKIT_TEST_ENV.
+soak: env-build
+	$(NODE_TEST) faults/soak.ts
 
 # Says first why the first run takes minutes (env-build compiles the control plane from Go modules).
 demo-intro:

@@ -54,13 +54,14 @@ export function architectureConfigs(root = "packages/opkit/src") {
   });
   // Tests are exempt: an integration test exercises the layers together (a controller test runs a
   // manager, a client test installs a generated CRD), and unit tests may use the test environment.
-  // Operators, benchmarks, scripts, the CLI and example operators use the public entries only.
+  // Operators, benchmarks, scripts, the fault suite, the CLI and example operators use the public entries only.
   blocks.push({
     files: [
       "packages/cli/**/*.ts",
       "operators/**/*.ts",
       "bench/**/*.ts",
       "scripts/**/*.ts",
+      "faults/**/*.ts",
       `${root}/**/testdata/**/*.ts`,
     ],
     ignores: [`${root}/**/testdata/**/*.test.ts`],

@@ -22,9 +22,15 @@ export interface OperatorProject {
   readonly session: ServiceAccountSession;
   /**
    * Start `src/main.ts` as the ServiceAccount, with free metrics/probe ports, JSON logs and `args`;
-   * resolves once its caches synced. Call again after a stop or kill to restart it.
+   * resolves once its caches synced. Call again after a stop or kill to restart it. `opts.env` is added
+   * to the process's environment (e.g. POD_NAMESPACE for the Lease of `--leader-elect`), and
+   * `opts.kubeconfig` replaces the ServiceAccount's kubeconfig (e.g. one through a fault proxy that
+   * still impersonates it).
    */
-  start(args?: readonly string[]): Promise<OperatorProcess>;
+  start(
+    args?: readonly string[],
+    opts?: { env?: Readonly<Record<string, string>>; kubeconfig?: string },
+  ): Promise<OperatorProcess>;
   /** Stop every process started here and remove the ServiceAccount's cluster-scoped RBAC. */
   cleanup(): Promise<void>;
 }
@@ -58,11 +64,12 @@ export async function operatorProject(
   return {
     namespace,
     session,
-    async start(args = []) {
+    async start(args = [], opts = {}) {
       const op = startOperatorProcess(join(root, "src", "main.ts"), {
+        env: opts.env,
         args: [
           "--kubeconfig",
-          session.kubeconfigPath,
+          opts.kubeconfig ?? session.kubeconfigPath,
           "--metrics-bind-address=127.0.0.1:0",
           "--health-probe-bind-address=127.0.0.1:0",
           "--log-format=json",

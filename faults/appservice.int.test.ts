@@ -1,0 +1,281 @@
+/**
+ * Fault tests on the AppService operator (seed 001), run as its own process under its generated RBAC,
+ * its connections to the API server going through a local TCP proxy so the network can fail too. One
+ * namespace of AppServices (size 0: the load is the operator's, not kwok's) carries every test:
+ * - kube-apiserver restarted while N AppServices converge → all converge, exactly one Deployment and one
+ *   Service each, owned by it;
+ * - etcd compacted (and the API server restarted, so watches resume into 410 Gone) during churn → every
+ *   change made during the churn converges (the caches equal live state);
+ * - watch connections cut during churn → every change converges and the watches reopen; with
+ *   FAULT_FREEZE=1 (and in `make soak`) frozen too, noticed within the progress deadline;
+ * - a second client rewriting Deployment replicas in a loop → the spec is restored, with the operator's
+ *   reconciles bounded by the fighter's writes and at most 3 writes a reconcile;
+ * - the leader's Lease taken over under churn → the old leader exits at once, the standby takes over and
+ *   converges what changed.
+ * Each test prints one `FAULT ...` line: load, faults injected, objects lost, duration.
+ */
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
+import { ConflictError, Deployments, Leases } from "opkit";
+import {
+  operatorProject,
+  sleep,
+  useTestEnv,
+  type OperatorProcess,
+  type OperatorProject,
+  type TcpProxy,
+  type TestEnv,
+} from "opkit/testenv";
+import {
+  churn,
+  converged,
+  createAppServices,
+  kubeconfigThrough,
+  metrics,
+  metricsPort,
+  persist,
+  report,
+  scaled,
+  SCALE,
+  total,
+  writes,
+  type Wanted,
+} from "./harness.ts";
+
+const root = fileURLToPath(new URL("../operators/appservice", import.meta.url));
+/**
+ * A frozen connection is only noticed after the reflector's 75 s progress deadline, so the CI run cuts
+ * connections only (the informer's own test, packages/opkit/src/cache/informer.int.test.ts, times a
+ * freeze); FAULT_FREEZE=1 (or FAULT_SCALE > 1) freezes the operator's connections here too.
+ */
+const FREEZE = process.env.FAULT_FREEZE === "1" || SCALE > 1;
+
+describe("faults: the AppService operator", { timeout: 600_000 }, () => {
+  let env: TestEnv;
+  let project: OperatorProject;
+  let proxy: TcpProxy;
+  let kubeconfig: string;
+  let ns: string;
+  let op: OperatorProcess;
+  let port: number;
+  let wanted = new Map<string, Wanted>();
+
+  before(async () => {
+    env = await useTestEnv();
+    project = await operatorProject(env, root, { namespace: "fault-appsvc" });
+    ns = project.namespace;
+    proxy = (await env.apiserverProxy()).proxy;
+    kubeconfig = await kubeconfigThrough(project.session.kubeconfigPath, proxy.port);
+    op = await project.start([`--namespace=${ns}`], { kubeconfig });
+    port = metricsPort(await op.waitForLine(/serving metrics and probes/));
+  });
+  after(async () => {
+    await project?.cleanup();
+    await proxy?.close();
+    await env?.cleanup();
+  });
+
+  /** The operator must still be the process we started: a crash is a failure of its own. */
+  const alive = async (what: string) =>
+    assert.equal(await hasExited(op), false, `${what}: the operator exited:\n${op.tail()}`);
+
+  it("kube-apiserver restarted during the convergence of N AppServices: all converge, no duplicate children", async () => {
+    const startedAt = Date.now();
+    const n = scaled(100);
+    let restart: Promise<void> | undefined;
+    wanted = await createAppServices(env.client, ns, "app", n, (done) => {
+      // Half-way through the creations, while the operator is busy with the first half.
+      if (done === Math.floor(n / 2)) restart = env.restart("kube-apiserver");
+    });
+    await restart;
+    await converged(env.client, ns, wanted, "after the apiserver restart", 240_000);
+    await alive("apiserver restart");
+    report("apiserver-restart", {
+      load: `${n} AppServices created`,
+      faults: "1 kube-apiserver restart mid-convergence",
+      lost: 0,
+      startedAt,
+    });
+  });
+
+  it("etcd compacted during churn (watches get 410): every change converges", async () => {
+    const startedAt = Date.now();
+    const before = await metrics(port);
+    const compactions = (async () => {
+      await sleep(4_000);
+      await env.compact();
+    })();
+    const changes = await churn(env.client, ns, wanted, { durationMs: 10_000, perSecond: 10 });
+    await compactions;
+    await converged(env.client, ns, wanted, "after the compactions", 180_000);
+    await alive("compaction");
+    const afterM = await metrics(port);
+    const relists =
+      total(afterM, "opkit_informer_relists_total") - total(before, "opkit_informer_relists_total");
+    report("etcd-compaction", {
+      load: `${changes} changes over ${wanted.size} AppServices in 10 s`,
+      faults: "1 etcd compaction with an apiserver restart",
+      lost: 0,
+      startedAt,
+      extra: `relists=${relists}`,
+    });
+    assert.ok(relists >= 1, `the compaction made the informers relist (410 Gone): ${relists}`);
+  });
+
+  it("watch connections cut and frozen through a proxy during churn: every change converges, the freeze is noticed", async () => {
+    const startedAt = Date.now();
+    const restarts = async () => total(await metrics(port), "opkit_informer_watch_restarts_total");
+    const before = await restarts();
+    const cuts = (async () => {
+      for (let i = 0; i < 3; i++) {
+        await sleep(2_500);
+        proxy.dropAll();
+      }
+    })();
+    const changes = await churn(env.client, ns, wanted, { durationMs: 8_000, perSecond: 10 });
+    await cuts;
+    await converged(env.client, ns, wanted, "after the cut connections", 120_000);
+    const afterCuts = await restarts();
+    assert.ok(afterCuts - before >= 3, `each cut reopened the watches: ${afterCuts - before} restarts`);
+
+    let frozen = "freeze not run (FAULT_FREEZE=1; make soak freezes every 4th minute)";
+    if (FREEZE) {
+      // Frozen: the sockets stay open and carry nothing. Only the progress deadline can notice it.
+      proxy.freezeAll();
+      const frozenAt = Date.now();
+      await churn(env.client, ns, wanted, { durationMs: 2_000, perSecond: 5 });
+      await converged(env.client, ns, wanted, "after the frozen connections", 150_000);
+      const noticedS = (Date.now() - frozenAt) / 1000;
+      frozen = `freeze noticed and converged after ${noticedS.toFixed(1)} s`;
+      // The reflector's progress deadline is 75 s (longer than the server's ~60 s bookmarks), plus a
+      // reconnect and the writes that were waiting on frozen pooled connections. The issue asks for a
+      // minute: that needs a liveness probe the HTTP/1.1 watches do not have (client-go pings HTTP/2).
+      assert.ok(
+        noticedS <= 100,
+        `the frozen watch was noticed within the progress deadline (took ${noticedS} s)`,
+      );
+    }
+    await alive("cut and frozen connections");
+    report("cut-and-frozen-watches", {
+      load: `${changes} changes over ${wanted.size} AppServices`,
+      faults: `3 cuts of every connection${FREEZE ? ", 1 freeze of every connection" : ""}`,
+      lost: 0,
+      startedAt,
+      extra: `watch restarts=${(await restarts()) - before}; ${frozen}`,
+    });
+  });
+
+  it("a second client fighting the operator over Deployment replicas: the spec is restored with bounded traffic", async () => {
+    const startedAt = Date.now();
+    const targets = [...wanted.keys()].slice(0, 5);
+    const before = await metrics(port);
+    const fightMs = 10_000;
+    let fighterWrites = 0;
+    const end = Date.now() + fightMs;
+    while (Date.now() < end) {
+      const name = targets[fighterWrites % targets.length] as string;
+      await persist(`fight ${name}`, () =>
+        env.client.patch(Deployments, name, { spec: { replicas: 3 } }, { type: "merge", namespace: ns }),
+      );
+      fighterWrites++;
+      await sleep(100);
+    }
+    await converged(env.client, ns, wanted, "after the fight", 60_000);
+    const afterFight = await metrics(port);
+    // Then quiet: status follows the Deployments while their pods go away, then nothing more is
+    // written (a hot loop would keep writing).
+    let settled = afterFight;
+    let quiet: typeof afterFight | undefined;
+    const settleBy = Date.now() + 30_000;
+    while (!quiet && Date.now() < settleBy) {
+      await sleep(3_000);
+      const now = await metrics(port);
+      if (writes(now) === writes(settled)) quiet = now;
+      settled = now;
+    }
+    const opWrites = writes(afterFight) - writes(before);
+    const opRequests =
+      total(afterFight, "rest_client_requests_total") - total(before, "rest_client_requests_total");
+    const seconds = (Date.now() - startedAt) / 1000;
+    const reconciles =
+      total(afterFight, "controller_runtime_reconcile_total") -
+      total(before, "controller_runtime_reconcile_total");
+    const settleWrites = writes(settled) - writes(afterFight);
+    await alive("fighter");
+    report("replica-fighter", {
+      load: `${fighterWrites} fighter writes on ${targets.length} Deployments in ${fightMs / 1000} s`,
+      faults: "a second client rewriting spec.replicas every 100 ms",
+      lost: 0,
+      startedAt,
+      extra: `operator requests=${opRequests} (${(opRequests / seconds).toFixed(1)}/s), writes=${opWrites} in ${reconciles} reconciles, then ${settleWrites} status writes while the pods went, then ${quiet ? "quiet" : "STILL WRITING"}`,
+    });
+    // No hot loop: events coalesce per key, so the operator reconciles about once per fighter write
+    // (the fighter's change and the Deployment controller's status updates that follow it), and each
+    // reconcile writes at most its two children (server-side apply, sent even when nothing changed:
+    // the Service's apply is a no-op every time) and its status.
+    assert.ok(
+      reconciles <= 2 * fighterWrites + 20,
+      `reconciles ${reconciles} bounded by 2 × fighter writes ${fighterWrites} + 20`,
+    );
+    assert.ok(opWrites <= 3 * reconciles, `writes ${opWrites} ≤ 3 per reconcile (${reconciles} reconciles)`);
+    assert.ok(quiet, `no write-free 3 s within 30 s of the fight's end: ${settleWrites} writes (a hot loop)`);
+  });
+
+  it("the leader's Lease taken over under churn: the old leader stops at once, the new one converges", async () => {
+    const startedAt = Date.now();
+    await op.stop();
+    const le = { env: { POD_NAMESPACE: ns } };
+    const first = await project.start([`--namespace=${ns}`, "--leader-elect"], le);
+    await first.waitForLine(/became leader/);
+    const second = await project.start([`--namespace=${ns}`, "--leader-elect"], le);
+    await second.waitForLine(/waiting for leadership/);
+    let exitMs = NaN;
+    const takeover = (async () => {
+      await sleep(4_000);
+      // The leader renews every 2 s: take the Lease over from the version just read, again on a conflict.
+      for (;;) {
+        const lease = await env.client.get(Leases, "appservice", { namespace: ns });
+        const now = new Date().toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
+        try {
+          await env.client.update({
+            ...lease,
+            spec: {
+              ...lease.spec,
+              holderIdentity: "intruder",
+              renewTime: now,
+              acquireTime: now,
+              leaseDurationSeconds: 2,
+            },
+          });
+          break;
+        } catch (err) {
+          if (!(err instanceof ConflictError)) throw err;
+        }
+      }
+      const at = Date.now();
+      await first.exited;
+      exitMs = Date.now() - at;
+    })();
+    const changes = await churn(env.client, ns, wanted, { durationMs: 10_000, perSecond: 10 });
+    await takeover;
+    await second.waitForLine(/became leader/, 60_000);
+    await converged(env.client, ns, wanted, "after the takeover", 120_000);
+    report("lease-takeover", {
+      load: `${changes} changes over ${wanted.size} AppServices in 10 s`,
+      faults: "the leader's Lease taken over by another identity",
+      lost: 0,
+      startedAt,
+      extra: `old leader exited ${exitMs} ms after the takeover`,
+    });
+    assert.notEqual(await first.exited, 0, "losing leadership exits non-zero");
+    // It notices at its next renewal (retry period 2 s).
+    assert.ok(exitMs <= 4_000, `the old leader stopped within 4 s (took ${exitMs} ms)`);
+    await second.stop();
+  });
+});
+
+/** Whether the process has exited by now (without waiting for it to). */
+function hasExited(op: OperatorProcess): Promise<boolean> {
+  return Promise.race([op.exited.then(() => true), sleep(0).then(() => false)]);
+}
