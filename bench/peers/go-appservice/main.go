@@ -19,6 +19,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -36,6 +37,7 @@ import (
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -287,16 +289,21 @@ func main() {
 		metricsAddr   = flag.String("metrics-bind-address", "0", "address of /metrics (0: off)")
 		leaderElect   = flag.Bool("leader-elect", false, "run leader election (Lease appservice-go in --leader-election-namespace)")
 		leaderNS      = flag.String("leader-election-namespace", "default", "namespace of the leader Lease")
-		qps           = flag.Float64("qps", 0, "client qps (0: controller-runtime's default)")
+		qps           = flag.Float64("qps", 0, "client qps (0: controller-runtime's default; negative: no client-side limit)")
 		burst         = flag.Int("burst", 0, "client burst (0: controller-runtime's default)")
 		workers       = flag.Int("workers", 1, "concurrent reconciles")
 		logReconciles = flag.Bool("log-reconciles", false, "print one line per reconcile start (for latency)")
+		benchQueueN   = flag.Int("bench-queue", 0, "measure client-go's workqueue: add/get/done of this many keys with 4 workers, print ops/s and exit")
 	)
 	flag.Parse()
 	start := time.Now()
+	if *benchQueueN > 0 {
+		benchQueue(*benchQueueN)
+		return
+	}
 	ctrl.SetLogger(zap.New(zap.UseDevMode(false)))
 	cfg := ctrl.GetConfigOrDie()
-	if *qps > 0 {
+	if *qps != 0 {
 		cfg.QPS = float32(*qps)
 	}
 	if *burst > 0 {
@@ -383,6 +390,39 @@ func probe(ctx context.Context, cfg *rest.Config, namespace string, stay bool, s
 	if stay {
 		<-ctx.Done()
 	}
+}
+
+// benchQueue is the peer of opkit's queue figure: keys added while 4 workers get and mark them done.
+func benchQueue(keys int) {
+	q := workqueue.NewTyped[string]()
+	names := make([]string, keys)
+	for i := range names {
+		names[i] = fmt.Sprintf("ns-%d/obj-%d", i%10, i)
+	}
+	var done atomic.Int64
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				k, shut := q.Get()
+				if shut {
+					return
+				}
+				q.Done(k)
+				if done.Add(1) == int64(keys) {
+					q.ShutDown()
+				}
+			}
+		}()
+	}
+	for _, n := range names {
+		q.Add(n)
+	}
+	wg.Wait()
+	emit(map[string]any{"event": "queue", "keys": keys, "opsPerSecond": float64(3*keys) / time.Since(t0).Seconds()})
 }
 
 // ---- small helpers ----
