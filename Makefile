@@ -54,6 +54,7 @@ lint: build
 	npx eslint .
 	npx prettier --check .
 	npx tsc -p operators
+	npx tsc -p bench
 	@$(MAKE) --no-print-directory api-report
 
 # The public API (packages/opkit/etc/*.api.md) is checked in: a change to the exported surface fails

@@ -22,7 +22,8 @@ import { figure, markdownTable, selectFigures, type Figure, type Results } from 
 
 const ALL = ["queue", "decode", "cache-memory", "startup", "converge", "latency", "failover", "schedule"];
 const NOT_YET: Record<string, string> = {
-  latency: "not implemented yet (needs a 200 updates/s driver and reconcile-start timestamps from both operators)",
+  latency:
+    "not implemented yet (needs a 200 updates/s driver and reconcile-start timestamps from both operators)",
   failover: "not implemented yet (kill -9 of the leader, first reconcile by the standby)",
   schedule: "not implemented yet (operators/scheduler binding 1,000 pods on 100 kwok nodes)",
 };
@@ -65,7 +66,8 @@ for (const sig of ["SIGINT", "SIGTERM"] as const) {
 async function main(): Promise<void> {
   const alternate = async (fn: (side: "peer" | "opkit") => Promise<number>) => {
     const runs = { peer: [] as number[], opkit: [] as number[] };
-    for (let r = 0; r < reps; r++) for (const side of ["peer", "opkit"] as const) runs[side].push(await fn(side));
+    for (let r = 0; r < reps; r++)
+      for (const side of ["peer", "opkit"] as const) runs[side].push(await fn(side));
     return runs;
   };
   if (selected.includes("queue")) {
@@ -142,11 +144,11 @@ function goVersion(): string {
   }
 }
 
-let failed: unknown;
+let failed: Error | string | undefined;
 try {
   await main();
 } catch (err) {
-  failed = err;
+  failed = err instanceof Error ? err : String(err);
 } finally {
   await cleanup();
 }
@@ -172,6 +174,8 @@ process.stdout.write(
   `\n${results.machine.cores} cores, load ${results.machine.loadAverage.join(" ")}, Node ${results.machine.node}, ${results.machine.go}; ${results.durationSeconds} s; written to ${out}\n`,
 );
 if (failed) {
-  process.stderr.write(`bench failed: ${failed instanceof Error ? (failed.stack ?? failed.message) : String(failed)}\n`);
+  process.stderr.write(
+    `bench failed: ${failed instanceof Error ? (failed.stack ?? failed.message) : failed}\n`,
+  );
   process.exit(1);
 }

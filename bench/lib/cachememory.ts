@@ -7,7 +7,7 @@
 import { join } from "node:path";
 import { adminClient, ensureNamespace, ensurePods } from "./cluster.ts";
 import { start } from "./procs.ts";
-import { figure, median, type Figure } from "./stats.ts";
+import { figure, type Figure } from "./stats.ts";
 
 /** One probe line. */
 interface Probe {
@@ -141,7 +141,6 @@ export async function runCacheMemory(o: {
         }),
       );
     }
-    void median;
   }
   return figures;
 }

@@ -9,7 +9,11 @@ import { KubeClient, Namespaces, Pods, type KubeObject } from "opkit";
 import { realisticPod } from "./pods.ts";
 
 /** Run `fn` over 0..count-1 with at most `concurrency` in flight. */
-export async function pool(count: number, concurrency: number, fn: (i: number) => Promise<void>): Promise<void> {
+export async function pool(
+  count: number,
+  concurrency: number,
+  fn: (i: number) => Promise<void>,
+): Promise<void> {
   let next = 0;
   const worker = async () => {
     while (next < count) await fn(next++);
@@ -26,9 +30,7 @@ export async function ensureNamespace(client: KubeClient, name: string): Promise
 /** Make `namespace` hold at least `count` bench Pods (pod-0 .. pod-<count-1>), creating the missing ones. */
 export async function ensurePods(client: KubeClient, namespace: string, count: number): Promise<void> {
   await ensureNamespace(client, namespace);
-  const have = new Set(
-    (await client.listAll(Pods, { namespace })).items.map((p) => p.metadata.name ?? ""),
-  );
+  const have = new Set((await client.listAll(Pods, { namespace })).items.map((p) => p.metadata.name ?? ""));
   const missing: number[] = [];
   for (let i = 0; i < count; i++) if (!have.has(`pod-${i}`)) missing.push(i);
   await pool(missing.length, 32, async (k) => {
@@ -38,7 +40,11 @@ export async function ensurePods(client: KubeClient, namespace: string, count: n
 }
 
 /** Delete the namespaces and wait until they are gone (their objects with them). */
-export async function deleteNamespaces(client: KubeClient, names: readonly string[], timeoutMs: number): Promise<void> {
+export async function deleteNamespaces(
+  client: KubeClient,
+  names: readonly string[],
+  timeoutMs: number,
+): Promise<void> {
   for (const n of names) {
     try {
       await client.delete(Namespaces, n);
@@ -51,7 +57,8 @@ export async function deleteNamespaces(client: KubeClient, names: readonly strin
     const left = [];
     for (const n of names) if (await client.getOptional(Namespaces, n)) left.push(n);
     if (left.length === 0) return;
-    if (Date.now() > deadline) throw new Error(`namespaces not gone after ${timeoutMs} ms: ${left.join(", ")}`);
+    if (Date.now() > deadline)
+      throw new Error(`namespaces not gone after ${timeoutMs} ms: ${left.join(", ")}`);
     await new Promise((r) => setTimeout(r, 2000));
   }
 }

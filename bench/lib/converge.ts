@@ -7,9 +7,17 @@
  * and the CPU it used from start to ready.
  */
 import { join } from "node:path";
-import { CustomResourceDefinitions, Services, kindRef, type KubeObject } from "opkit";
+import { CustomResourceDefinitions, Services, kindRef } from "opkit";
 import { readManifests } from "opkit/testenv";
-import { adminClient, apiserverMetrics, appService, deleteNamespaces, ensureNamespace, pool, scrape } from "./cluster.ts";
+import {
+  adminClient,
+  apiserverMetrics,
+  appService,
+  deleteNamespaces,
+  ensureNamespace,
+  pool,
+  scrape,
+} from "./cluster.ts";
 import { cpuSeconds, peakRss, rss, start, type Proc } from "./procs.ts";
 import { figure, sumMetric, type Figure } from "./stats.ts";
 
@@ -52,7 +60,10 @@ function converged(a: AppStatus, size: number): boolean {
 function apiserverWrites(text: string): number {
   return (
     sumMetric(text, "apiserver_request_total", { verb: ["APPLY", "PATCH", "PUT"], resource: "appservices" }) +
-    sumMetric(text, "apiserver_request_total", { verb: ["APPLY", "PATCH"], resource: ["deployments", "services"] })
+    sumMetric(text, "apiserver_request_total", {
+      verb: ["APPLY", "PATCH"],
+      resource: ["deployments", "services"],
+    })
   );
 }
 
@@ -99,8 +110,8 @@ async function oneRun(
     });
     let last = "";
     for (;;) {
-      const apps = (await client.listAll(AppServices, { labelSelector: "bench=converge" })).items.filter((a) =>
-        namespaces.includes(a.metadata.namespace ?? ""),
+      const apps = (await client.listAll(AppServices, { labelSelector: "bench=converge" })).items.filter(
+        (a) => namespaces.includes(a.metadata.namespace ?? ""),
       ) as unknown as AppStatus[];
       const ok = apps.filter((a) => converged(a, 1)).length;
       const services = (await client.listAll(Services, { labelSelector: "app" })).items.filter((s) =>
@@ -152,8 +163,10 @@ export async function runConverge(o: {
   log: (m: string) => void;
 }): Promise<Figure[]> {
   const client = await adminClient(o.kubeconfig);
-  const crds = await readManifests(join(o.root, "operators/appservice/config/crds/appservices.kosmos.io.yaml"));
-  for (const crd of crds) await client.apply(crd as KubeObject, { fieldManager: "bench", force: true });
+  const crds = await readManifests(
+    join(o.root, "operators/appservice/config/crds/appservices.kosmos.io.yaml"),
+  );
+  for (const crd of crds) await client.apply(crd, { fieldManager: "bench", force: true });
   for (let i = 0; ; i++) {
     const crd = await client.get(CustomResourceDefinitions, "appservices.kosmos.io");
     if (crd.status?.conditions?.some((c) => c.type === "Established" && c.status === "True")) break;
@@ -182,8 +195,17 @@ export async function runConverge(o: {
   return [
     both("converge: wall time", "s", (r) => r.wall, 1),
     both("converge: writes per AppService (operator's client metrics)", "writes", (r) => r.writes / o.n, 1),
-    both("converge: writes per AppService (apiserver_request_total)", "writes", (r) => r.apiserverWrites / o.n, 1),
-    both("converge: requests per AppService (operator's client metrics)", "requests", (r) => r.requests / o.n),
+    both(
+      "converge: writes per AppService (apiserver_request_total)",
+      "writes",
+      (r) => r.apiserverWrites / o.n,
+      1,
+    ),
+    both(
+      "converge: requests per AppService (operator's client metrics)",
+      "requests",
+      (r) => r.requests / o.n,
+    ),
     both("converge: operator CPU, create → converged", "s", (r) => r.cpu, 1),
     both("converge: idle RSS", "MiB", (r) => r.idleRss / mib, 2.5),
     both("converge: peak RSS", "MiB", (r) => r.peakRss / mib, 2.5),

@@ -54,5 +54,5 @@ export function realisticPod(namespace: string, name: string, i: number): Pod {
         },
       ],
     },
-  } as Pod;
+  };
 }

@@ -68,7 +68,9 @@ export function start(
           throw new Error(`${cmd} exited before ${String(pattern)}:\n${lines.slice(-20).join("\n")}`);
         }
         if (Date.now() > deadline) {
-          throw new Error(`${cmd}: no ${String(pattern)} in ${timeoutMs} ms:\n${lines.slice(-20).join("\n")}`);
+          throw new Error(
+            `${cmd}: no ${String(pattern)} in ${timeoutMs} ms:\n${lines.slice(-20).join("\n")}`,
+          );
         }
         await new Promise((r) => setTimeout(r, 20));
       }

@@ -6,7 +6,11 @@ import { cpuUsage, memoryUsage } from "node:process";
 import { setTimeout as sleep } from "node:timers/promises";
 
 /** Collect garbage until the heap stops shrinking, then print the probe line. */
-export async function report(fields: { pods: number; syncMs: number; syncCpuSeconds: number }): Promise<void> {
+export async function report(fields: {
+  pods: number;
+  syncMs: number;
+  syncCpuSeconds: number;
+}): Promise<void> {
   const gc = (globalThis as { gc?: () => void }).gc;
   for (let i = 0; i < 4 && gc; i++) {
     gc();
