@@ -16,6 +16,7 @@ import { fileURLToPath } from "node:url";
 import { ControlPlane } from "opkit/testenv";
 import { runConverge } from "./lib/converge.ts";
 import { runCacheMemory } from "./lib/cachememory.ts";
+import { runFailover } from "./lib/failover.ts";
 import { decodeEventsPerSecond, queueOpsPerSecond, recordStream } from "./lib/pure.ts";
 import { killAll } from "./lib/procs.ts";
 import { figure, markdownTable, selectFigures, type Figure, type Results } from "./lib/stats.ts";
@@ -24,7 +25,6 @@ const ALL = ["queue", "decode", "cache-memory", "startup", "converge", "latency"
 const NOT_YET: Record<string, string> = {
   latency:
     "not implemented yet (needs a 200 updates/s driver and reconcile-start timestamps from both operators)",
-  failover: "not implemented yet (kill -9 of the leader, first reconcile by the standby)",
   schedule: "not implemented yet (operators/scheduler binding 1,000 pods on 100 kwok nodes)",
 };
 
@@ -104,7 +104,7 @@ async function main(): Promise<void> {
       }),
     );
   }
-  const cluster = ["cache-memory", "startup", "converge"].filter((f) => selected.includes(f));
+  const cluster = ["cache-memory", "startup", "converge", "failover"].filter((f) => selected.includes(f));
   if (cluster.length > 0) {
     plane = new ControlPlane("bench");
     ownEnv = !(await plane.isRunning());
@@ -126,6 +126,9 @@ async function main(): Promise<void> {
     }
     if (selected.includes("converge")) {
       figures.push(...(await runConverge({ kubeconfig, goBin, n, reps, root, log })));
+    }
+    if (selected.includes("failover")) {
+      figures.push(...(await runFailover({ kubeconfig, goBin, reps, root, log })));
     }
   }
   for (const f of selected) if (NOT_YET[f]) skipped.push({ name: f, reason: NOT_YET[f] });

@@ -326,6 +326,8 @@ func main() {
 		LeaderElection:          *leaderElect,
 		LeaderElectionID:        "appservice-go",
 		LeaderElectionNamespace: *leaderNS,
+		// As opkit does by default: a stopping leader hands the Lease back at once.
+		LeaderElectionReleaseOnCancel: true,
 	})
 	must(err)
 	wc := &writeCounter{log: *logReconciles}
@@ -341,6 +343,10 @@ func main() {
 		if mgr.GetCache().WaitForCacheSync(ctx) {
 			emit(map[string]any{"event": "ready", "ms": time.Since(start).Milliseconds(), "cpuSeconds": cpuSeconds()})
 		}
+	}()
+	go func() {
+		<-mgr.Elected()
+		emit(map[string]any{"event": "elected", "ms": time.Since(start).Milliseconds()})
 	}()
 	if err := mgr.Start(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, err)
