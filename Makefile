@@ -92,8 +92,9 @@ format: deps
 env-build: build
 	$(OPKIT) env build
 
-# packages/ and the example operators (operators/<name>/test), each operator's tests as its `npm test` runs them.
-UNIT_TESTS = $(shell find packages operators -path '*/node_modules' -prune -o -name '*.test.ts' ! -name '*.int.test.ts' -print)
+# packages/, the example operators (operators/<name>/test), each operator's tests as its `npm test` runs them,
+# and the pure parts of the bench (bench/lib).
+UNIT_TESTS = $(shell find packages operators bench -path '*/node_modules' -prune -o -name '*.test.ts' ! -name '*.int.test.ts' -print)
 INT_TESTS  = $(shell find packages operators -path '*/node_modules' -prune -o -name '*.int.test.ts' -print)
 GLOBAL_SETUP := --test-global-setup=packages/opkit/src/testenv/global-setup.ts
 
@@ -139,7 +140,7 @@ clean:
 # BENCH_PODS and BENCH_REPS set sizes (see bench/run.ts). Writes bench/results/latest.json.
 BENCH_GO_BIN := $(OPKIT_CACHE_DIR)/bench/go-appservice
 GO_PEER_SRC  := $(wildcard bench/peers/go-appservice/*.go) bench/peers/go-appservice/go.mod bench/peers/go-appservice/go.sum
-export FIGURES BENCH_N BENCH_PODS BENCH_REPS BENCH_OUT
+export FIGURES BENCH_N BENCH_PODS BENCH_REPS BENCH_OUT BENCH_RATE BENCH_LATENCY_SECONDS
 
 $(BENCH_GO_BIN): $(GO_PEER_SRC)
 	@command -v go >/dev/null || { echo "make bench needs Go (1.26) on PATH for the controller-runtime peer"; exit 1; }

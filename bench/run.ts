@@ -6,6 +6,7 @@
  *
  * Environment: FIGURES=a,b (default all), BENCH_N (AppServices for converge, default 1000),
  * BENCH_PODS (cache sizes, default "10000,50000"), BENCH_REPS (runs per side, default 2),
+ * BENCH_RATE and BENCH_LATENCY_SECONDS (latency: updates/s, default 200, for 10 s),
  * BENCH_GO_BIN (the Go peer, built by make), BENCH_OUT (default bench/results/latest.json).
  */
 import { execFileSync } from "node:child_process";
@@ -17,6 +18,7 @@ import { ControlPlane } from "opkit/testenv";
 import { runConverge } from "./lib/converge.ts";
 import { runCacheMemory } from "./lib/cachememory.ts";
 import { runFailover } from "./lib/failover.ts";
+import { runLatency } from "./lib/latency.ts";
 import { decodeEventsPerSecond, queueOpsPerSecond, recordStream } from "./lib/pure.ts";
 import { killAll } from "./lib/procs.ts";
 import { figure, markdownTable, selectFigures, type Figure, type Results } from "./lib/stats.ts";
@@ -104,7 +106,9 @@ async function main(): Promise<void> {
       }),
     );
   }
-  const cluster = ["cache-memory", "startup", "converge", "failover"].filter((f) => selected.includes(f));
+  const cluster = ["cache-memory", "startup", "converge", "latency", "failover"].filter((f) =>
+    selected.includes(f),
+  );
   if (cluster.length > 0) {
     plane = new ControlPlane("bench");
     ownEnv = !(await plane.isRunning());
@@ -126,6 +130,11 @@ async function main(): Promise<void> {
     }
     if (selected.includes("converge")) {
       figures.push(...(await runConverge({ kubeconfig, goBin, n, reps, root, log })));
+    }
+    if (selected.includes("latency")) {
+      const rate = Number(env("BENCH_RATE", "200"));
+      const seconds = Number(env("BENCH_LATENCY_SECONDS", "10"));
+      figures.push(...(await runLatency({ kubeconfig, goBin, root, reps, rate, seconds, log })));
     }
     if (selected.includes("failover")) {
       figures.push(...(await runFailover({ kubeconfig, goBin, reps, root, log })));
