@@ -25,8 +25,6 @@ import { figure, markdownTable, selectFigures, type Figure, type Results } from 
 
 const ALL = ["queue", "decode", "cache-memory", "startup", "converge", "latency", "failover", "schedule"];
 const NOT_YET: Record<string, string> = {
-  latency:
-    "not implemented yet (needs a 200 updates/s driver and reconcile-start timestamps from both operators)",
   schedule: "not implemented yet (operators/scheduler binding 1,000 pods on 100 kwok nodes)",
 };
 
@@ -174,7 +172,7 @@ const results: Results = {
     node: process.version,
     go: goVersion(),
   },
-  command: `make bench${process.env.FIGURES ? ` FIGURES=${process.env.FIGURES}` : ""} BENCH_N=${n} BENCH_PODS=${podSizes.join(",")} BENCH_REPS=${reps}`,
+  command: `make bench${process.env.FIGURES ? ` FIGURES=${process.env.FIGURES}` : ""} BENCH_N=${n} BENCH_PODS=${podSizes.join(",")} BENCH_REPS=${reps}${process.env.BENCH_RATE ? ` BENCH_RATE=${process.env.BENCH_RATE}` : ""}`,
   figures,
   skipped,
 };

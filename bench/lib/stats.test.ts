@@ -68,7 +68,7 @@ test("markdownTable prints one row per figure with the ratio", () => {
   const t = markdownTable([figure({ name: "x", unit: "s", opkit: [2], peer: [1] })]);
   const lines = t.split("\n");
   assert.equal(lines.length, 3);
-  assert.match(lines[2]!, /^\| x \| 2 s \| 1 s \(controller-runtime\) \| 2× \|/);
+  assert.match(lines[2]!, /^\| x \| 2 s \| 1 s \(controller-runtime\) \| 2\.000× \|/);
 });
 
 test("sumMetric adds the samples whose labels match", () => {

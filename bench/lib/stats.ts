@@ -134,7 +134,7 @@ export function tableRows(figures: readonly Figure[]): string[][] {
     f.name,
     fmt(f.value, f.unit),
     f.peerValue === undefined ? "" : `${fmt(f.peerValue, f.unit)} (${f.peer ?? ""})`,
-    f.ratio === undefined ? "" : `${fmt(f.ratio)}×`,
+    f.ratio === undefined ? "" : `${f.ratio.toFixed(f.ratio >= 10 ? 1 : 3)}×`,
     formatTarget(f.target, f.unit),
     f.verdict,
   ]);
