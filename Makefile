@@ -22,12 +22,13 @@ NODE_TEST := node --conditions=opkit-source --test --test-reporter=spec --test-r
              --test-reporter=./packages/opkit/src/testenv/durations-reporter.ts --test-reporter-destination=stderr
 OPKIT     := node packages/cli/dist/main.js
 
-.PHONY: help node deps build typecheck lint format api-report api-report-update docs test test-unit test-int test-faults soak env-build demo demo-intro demo-down schemas pack clean
+.PHONY: bench help node deps build typecheck lint format api-report api-report-update docs test test-unit test-int test-faults soak env-build demo demo-intro demo-down schemas pack clean
 
 help:
 	@echo "make demo   start a local control plane (etcd, kube-apiserver, controller-manager, scheduler, kwok nodes) and every seed operator on its sample (KEEP=1 leaves them running; make demo-down stops them)"
 	@echo "make test   install, build, lint and run every test (unit + integration against the local control plane)"
 	@echo "make soak   SOAK_MINUTES (default 30) of churn and faults across the seed operators; fails on a lost update or a leak"
+	@echo "make bench opkit beside controller-runtime and client-node on a local control plane: a table of ratios and bench/results/latest.json (FIGURES=queue,decode,... BENCH_N=1000)"
 	@echo "make docs   the API reference of opkit's public entries (TypeDoc) into docs/api/index.html"
 
 $(NODE_DIR)/bin/node:
@@ -55,6 +56,7 @@ lint: build
 	npx prettier --check .
 	npx tsc -p operators
 	npx tsc -p faults
+	npx tsc -p bench
 	@$(MAKE) --no-print-directory api-report
 
 # The public API (packages/opkit/etc/*.api.md) is checked in: a change to the exported surface fails
@@ -93,8 +95,8 @@ env-build: build
 	$(OPKIT) env build
 
 # packages/, the example operators (operators/<name>/test), each operator's tests as its `npm test` runs them,
-# and the fault suite (faults/, at CI size; `make soak` runs it long).
-UNIT_TESTS = $(shell find packages operators faults -path '*/node_modules' -prune -o -name '*.test.ts' ! -name '*.int.test.ts' -print)
+# and the fault suite (faults/, at CI size; `make soak` runs it long), and the pure parts of the bench (bench/lib).
+UNIT_TESTS = $(shell find packages operators faults bench -path '*/node_modules' -prune -o -name '*.test.ts' ! -name '*.int.test.ts' -print)
 INT_TESTS  = $(shell find packages operators faults -path '*/node_modules' -prune -o -name '*.int.test.ts' -print)
 GLOBAL_SETUP := --test-global-setup=packages/opkit/src/testenv/global-setup.ts
 
@@ -143,3 +145,19 @@ pack: build
 
 clean:
 	rm -rf node_modules dist packages/*/dist packages/*/*.tsbuildinfo
+
+# The benchmarks of issue 13: opkit beside controller-runtime (the Go peer in bench/peers/go-appservice,
+# built once into the cache and rebuilt when its sources change) and client-node's informer, on an
+# `opkit env` named "bench" that the run starts and stops. FIGURES=queue,decode picks figures; BENCH_N,
+# BENCH_PODS and BENCH_REPS set sizes (see bench/run.ts). Writes bench/results/latest.json.
+BENCH_GO_BIN := $(OPKIT_CACHE_DIR)/bench/go-appservice
+GO_PEER_SRC  := $(wildcard bench/peers/go-appservice/*.go) bench/peers/go-appservice/go.mod bench/peers/go-appservice/go.sum
+export FIGURES BENCH_N BENCH_PODS BENCH_REPS BENCH_OUT BENCH_RATE BENCH_LATENCY_SECONDS
+
+$(BENCH_GO_BIN): $(GO_PEER_SRC)
+	@command -v go >/dev/null || { echo "make bench needs Go (1.26) on PATH for the controller-runtime peer"; exit 1; }
+	@echo ">> building the controller-runtime peer into $@ (first time: minutes)"
+	cd bench/peers/go-appservice && GOFLAGS=-mod=mod go build -o $@ .
+
+bench: build $(BENCH_GO_BIN)
+	BENCH_GO_BIN=$(BENCH_GO_BIN) node bench/run.ts
