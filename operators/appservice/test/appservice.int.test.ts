@@ -189,6 +189,62 @@ describe("AppService operator", () => {
     assert.equal(recreated.spec?.ports?.length, 2);
   });
 
+  it("once converged, a reconcile that finds nothing to change makes no write", async () => {
+    const port = Number(/"metrics":(\d+)/.exec(await op.waitForLine(/serving metrics/))?.[1]);
+    const scrape = async () => {
+      const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      let writes = 0;
+      let reconciles = 0;
+      for (const m of text.matchAll(/^rest_client_requests_total\{([^}]*)\} (\d+)/gm)) {
+        if (!/method="(GET|WATCH)"/.test(m[1] ?? "")) writes += Number(m[2]);
+      }
+      for (const m of text.matchAll(/^controller_runtime_reconcile_total\{([^}]*)\} (\d+)/gm)) {
+        reconciles += Number(m[2]);
+      }
+      return { writes, reconciles };
+    };
+    const name = "quiet";
+    await env.client.create(
+      AppService.new(
+        name,
+        { size: 1, image: "nginx:1.25", ports: [{ port: 80, targetPort: 80, protocol: "TCP" }] },
+        { namespace: ns },
+      ),
+    );
+    await eventually("the AppService converged", async () => {
+      const a = await env.client.get(AppService, name, { namespace: ns });
+      return a.status?.availableReplicas === 1 &&
+        a.status.conditions?.some((c) => c.type === "Ready" && c.status === "True")
+        ? a
+        : undefined;
+    });
+    // Wait until the operator is quiet (its last reconciles of the convergence are done).
+    let before = await scrape();
+    await eventually("the operator idle", async () => {
+      await new Promise((r) => setTimeout(r, 1_000));
+      const now = await scrape();
+      const idle = now.writes === before.writes && now.reconciles === before.reconciles;
+      before = now;
+      return idle;
+    });
+    // An edit of the Deployment that touches nothing the operator states triggers a reconcile (owns). A
+    // label, not an annotation: a Deployment's annotations bump its generation, and until the Deployment
+    // controller observes it the child is rightly not ready.
+    await env.client.patch(
+      Deployments,
+      name,
+      { metadata: { labels: { "example.com/note": "hello" } } },
+      { type: "merge", namespace: ns },
+    );
+    const after = await eventually("a reconcile of the edited Deployment", async () => {
+      const now = await scrape();
+      return now.reconciles > before.reconciles ? now : undefined;
+    });
+    await new Promise((r) => setTimeout(r, 1_000));
+    assert.equal((await scrape()).writes, before.writes, "no apply and no status write");
+    assert.ok(after.reconciles > before.reconciles);
+  });
+
   it("ran with its generated RBAC and was never refused", () => {
     assert.deepEqual(
       op.output.filter((l) => /forbidden/i.test(l)),

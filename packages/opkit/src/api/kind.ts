@@ -3,8 +3,9 @@
  * cache and controllers, runtime validation, and everything the CRD generator needs.
  */
 import type { Static, TSchema } from "typebox";
-import { Settings } from "typebox/system";
-import { Value } from "typebox/value";
+import { createRequire } from "node:module";
+import type * as TypeBoxSystem from "typebox/system";
+import type * as TypeBoxValue from "typebox/value";
 import type { KindRef, KubeObject, ObjectMeta } from "../client/types.ts";
 import { registerKind, type KindScope } from "../client/scopes.ts";
 import type { CelRule } from "./k8s.ts";
@@ -432,9 +433,28 @@ function resolvePointer(schema: unknown, pointer: string): unknown {
 
 const MAX_ERRORS = 100;
 
+let validator: { Value: typeof TypeBoxValue.Value; Settings: typeof TypeBoxSystem.Settings } | undefined;
+
+/**
+ * TypeBox's validator (typebox/value: ~300 modules, ~0.2 s of CPU to import) is loaded on the first
+ * validation, not at start: most operators never validate in process. `require` of an ES module is
+ * synchronous (Node >= 22.12), so `validate` stays synchronous, and it shares the loader's module cache.
+ */
+function typeboxValidator(): NonNullable<typeof validator> {
+  if (!validator) {
+    const require = createRequire(import.meta.url);
+    validator = {
+      Value: (require("typebox/value") as typeof TypeBoxValue).Value,
+      Settings: (require("typebox/system") as typeof TypeBoxSystem).Settings,
+    };
+  }
+  return validator;
+}
+
 function schemaIssues(schema: TSchema, value: unknown, root: string): ValidationIssue[] {
   // TypeBox buffers only 8 errors by default (a DoS guard for untrusted input); a user fixing an object
   // wants them all, within reason. Errors() is synchronous, so the raised limit cannot leak elsewhere.
+  const { Value, Settings } = typeboxValidator();
   const previous = Settings.Get().maxErrors;
   let errors: TypeBoxError[];
   try {

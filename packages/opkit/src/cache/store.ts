@@ -56,8 +56,25 @@ export function deepFreeze<T>(obj: T): DeepReadonly<T> {
 
 function freeze(value: unknown): void {
   if (typeof value !== "object" || value === null || Object.isFrozen(value)) return;
-  // Children first, so a half-frozen tree is never observable.
-  for (const v of Object.values(value)) freeze(v);
+  freezeObject(value);
+}
+
+// Children first, so a half-frozen tree is never observable. Indexed and keyed loops that step over
+// primitives: an initial list freezes millions of values, and Object.values' array per object and a call
+// per string or number were most of the time of filling the store.
+function freezeObject(value: object): void {
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const v: unknown = value[i];
+      if (typeof v === "object" && v !== null && !Object.isFrozen(v)) freezeObject(v);
+    }
+  } else {
+    const record = value as Record<string, unknown>;
+    for (const key in record) {
+      const v = record[key];
+      if (typeof v === "object" && v !== null && !Object.isFrozen(v)) freezeObject(v);
+    }
+  }
   Object.freeze(value);
 }
 

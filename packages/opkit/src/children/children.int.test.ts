@@ -6,6 +6,7 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { Cache } from "../cache/cache.ts";
+import { KubeClient } from "../client/client.ts";
 import { NotFoundError } from "../client/errors.ts";
 import { kindRef, type KubeObject } from "../client/types.ts";
 import { getControllerOf } from "../helpers/ownerrefs.ts";
@@ -113,6 +114,71 @@ describe("reconcileChildren against opkit env", () => {
     const second = await reconcileChildren(env.client, parent, [cm("b")], opts);
     assert.deepEqual(second.pruned, [`ConfigMap/${ns}/a`]);
     assert.equal(await exists(() => env.client.get(ConfigMaps, "a", { namespace: ns })), false);
+  });
+
+  it("with a cache, a converged parent applies nothing again; a changed body or a child edited by hand is applied", async (t) => {
+    const ns = await env.namespace("children-noop");
+    const parent = await parentIn(ns);
+    let applies = 0;
+    const counting = await KubeClient.load({
+      kubeconfig: env.kubeconfigPath,
+      onRequest: (e) => {
+        if (e.method === "PATCH") applies++;
+      },
+    });
+    t.after(() => counting.close());
+    const cache = new Cache(env.client, { namespace: ns });
+    t.after(() => cache.stop());
+    cache.informer(ConfigMaps);
+    cache.start();
+    await cache.waitForSync(30_000);
+    const opts = { fieldManager: "children-test", ownedKinds: [ConfigMaps], cache };
+    const settle = async (r: { applied: KubeObject[] }) => {
+      for (const o of r.applied) {
+        await cache.waitForResourceVersion(ConfigMaps, o.metadata.resourceVersion ?? "", {
+          timeoutMs: 30_000,
+        });
+      }
+    };
+
+    await settle(await reconcileChildren(counting, parent, [cm("a"), cm("b")], opts));
+    assert.equal(applies, 2);
+    const again = await reconcileChildren(counting, parent, [cm("a"), cm("b")], opts);
+    assert.equal(applies, 2, "a converged parent makes no request");
+    assert.deepEqual(
+      again.applied.map((o) => [o.metadata.name, (o as ConfigMap).data?.v]),
+      [
+        ["a", "1"],
+        ["b", "1"],
+      ],
+    );
+    Object.assign(again.applied[0] ?? {}, { touched: true }); // a private copy, not the cache's
+
+    await settle(await reconcileChildren(counting, parent, [cm("a"), cm("b", { v: "2" })], opts));
+    assert.equal(applies, 3, "only the changed child is applied");
+
+    // Another writer changes a field we own: the next reconcile puts it back.
+    const edited = await env.client.patch(
+      ConfigMaps,
+      "a",
+      { data: { v: "hand" } },
+      { type: "merge", namespace: ns },
+    );
+    await cache.waitForResourceVersion(ConfigMaps, edited.metadata.resourceVersion ?? "", {
+      timeoutMs: 30_000,
+    });
+    await reconcileChildren(counting, parent, [cm("a"), cm("b", { v: "2" })], opts);
+    assert.equal(applies, 4);
+    assert.equal((await env.client.get(ConfigMaps, "a", { namespace: ns })).data?.v, "1");
+
+    // A key dropped from the body is applied (the apply removes it), though the cached child contains the rest.
+    await settle(
+      await reconcileChildren(counting, parent, [cm("a", { v: "1", w: "x" }), cm("b", { v: "2" })], opts),
+    );
+    assert.equal(applies, 5);
+    await settle(await reconcileChildren(counting, parent, [cm("a"), cm("b", { v: "2" })], opts));
+    assert.equal(applies, 6);
+    assert.deepEqual((await env.client.get(ConfigMaps, "a", { namespace: ns })).data, { v: "1" });
   });
 
   it("reports a Deployment child ready once its pods run", async () => {

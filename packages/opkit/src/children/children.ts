@@ -13,6 +13,7 @@ import { ConflictError, NotFoundError } from "../client/errors.ts";
 import {
   groupOf,
   objectKey,
+  type DeepReadonly,
   type KindRef,
   type KubeObject,
   type ReadonlyKubeObject,
@@ -98,6 +99,53 @@ function describeChild(kind: string, obj: ReadonlyKubeObject): string {
   return `${kind}/${objectKey(obj)}`;
 }
 
+/** Children remembered per cache (field manager, kind and key → uid and body hash of the last apply). */
+const APPLIED_MEMO_LIMIT = 100_000;
+const appliedMemos = new WeakMap<Cache, Map<string, string>>();
+
+function appliedMemo(cache: Cache): Map<string, string> {
+  let memo = appliedMemos.get(cache);
+  if (!memo) appliedMemos.set(cache, (memo = new Map<string, string>()));
+  return memo;
+}
+
+/** The parent's cached children by "group/Kind/namespace/name"; empty when a kind's cache is not ready. */
+function cachedChildrenOf(
+  cache: Cache,
+  kinds: readonly KindRef[],
+  uid: string,
+): Map<string, DeepReadonly<KubeObject>> {
+  const out = new Map<string, DeepReadonly<KubeObject>>();
+  for (const kind of kinds) {
+    let objs: DeepReadonly<KubeObject>[];
+    try {
+      objs = cache.list(kind, { index: { name: OWNER_INDEX, value: uid } });
+    } catch {
+      continue; // not synced or out of scope: apply, as without a cache
+    }
+    for (const o of objs) out.set(`${groupKind(kind.apiVersion, kind.kind)}/${objectKey(o)}`, o);
+  }
+  return out;
+}
+
+/**
+ * Every value `want` states is in `have` (arrays element by element, same length); what the server
+ * added (defaults, status, other managers' fields) is ignored. Anything else, e.g. a quantity the server
+ * normalized, counts as different, so in doubt the child is applied.
+ */
+export function containsJson(want: unknown, have: unknown): boolean {
+  if (want === undefined) return true;
+  if (typeof want !== "object" || want === null) return want === have;
+  if (Array.isArray(want)) {
+    return (
+      Array.isArray(have) && have.length === want.length && want.every((w, i) => containsJson(w, have[i]))
+    );
+  }
+  if (typeof have !== "object" || have === null || Array.isArray(have)) return false;
+  const h = have as Record<string, unknown>;
+  return Object.entries(want).every(([k, v]) => containsJson(v, h[k]));
+}
+
 /**
  * Apply every desired child (controller reference to `parent`, the owner labels, the field manager),
  * then — only when all applies succeeded — delete (propagation Background) the children of
@@ -162,9 +210,27 @@ export async function reconcileChildren(
 
   // One at a time and in order: a failure stops before later children and before any pruning, so a
   // half-applied state never deletes what the previous state still relies on.
+  const cachedChildren = opts.cache ? cachedChildrenOf(opts.cache, opts.ownedKinds, uid) : undefined;
+  const memo = opts.cache ? appliedMemo(opts.cache) : undefined;
   const applied: KubeObject[] = [];
   for (const body of bodies) {
-    applied.push(await client.apply(body, { fieldManager: opts.fieldManager, force: opts.force ?? true }));
+    const key = `${opts.fieldManager}|${groupKind(body.apiVersion ?? "", body.kind ?? "")}/${objectKey(body)}`;
+    const hash = memo ? createHash("sha256").update(JSON.stringify(body)).digest("base64") : "";
+    const cached = cachedChildren?.get(key.slice(opts.fieldManager.length + 1));
+    // The same body as our last apply, and the cached child still holds every field of it: the apply
+    // would be a no-op. A field dropped from the body changes the hash, a field someone else changed
+    // fails the containment, and a recreated child has another uid: each of those applies.
+    if (cached && memo?.get(key) === `${cached.metadata.uid}:${hash}` && containsJson(body, cached)) {
+      applied.push(structuredClone(cached) as KubeObject);
+      continue;
+    }
+    const stored = await client.apply(body, { fieldManager: opts.fieldManager, force: opts.force ?? true });
+    if (memo) {
+      memo.delete(key);
+      if (memo.size >= APPLIED_MEMO_LIMIT) memo.delete(memo.keys().next().value ?? "");
+      memo.set(key, `${stored.metadata.uid}:${hash}`);
+    }
+    applied.push(stored);
   }
 
   const selector = Object.entries(labels)

@@ -252,6 +252,44 @@ describe("helpers against opkit env", () => {
     assert.equal(writes, 2);
   });
 
+  it("updateStatusIfChanged on a stale copy (a cache behind our own write) does not write the same again", async (t) => {
+    let writes = 0;
+    const counting = await KubeClient.load({
+      kubeconfig: env.kubeconfigPath,
+      onRequest: (e) => {
+        if (e.method === "PATCH" && e.path.endsWith("/status")) writes++;
+      },
+    });
+    t.after(() => counting.close());
+    const stale = await env.client.create<Widget>({
+      apiVersion: "test.opkit.dev/v1",
+      kind: "Widget",
+      metadata: { name: "stale-status", namespace: ns },
+      spec: { size: 1 },
+    });
+    assert.equal(await updateStatusIfChanged(counting, stale, { phase: "A" }), true);
+    // The next reconcile still reads the copy from before the write: the server already has it.
+    assert.equal(await updateStatusIfChanged(counting, stale, { phase: "A" }), false);
+    assert.equal(writes, 1);
+    // A different status from the same stale copy is written, as a diff against what the server holds.
+    assert.equal(await updateStatusIfChanged(counting, stale, { phase: "B", extra: 2 }), true);
+    assert.equal(writes, 2);
+    let live = await counting.get(Widgets, "stale-status", { namespace: ns });
+    assert.deepEqual(live.status, { phase: "B", extra: 2 });
+    // Someone else changes the status: a fresh copy is compared as it is, and the status restored.
+    await env.client.patch(
+      Widgets,
+      "stale-status",
+      { status: { phase: "X" } },
+      { type: "merge", namespace: ns, subresource: "status" },
+    );
+    live = await counting.get(Widgets, "stale-status", { namespace: ns });
+    assert.equal(await updateStatusIfChanged(counting, live, { phase: "B", extra: 2 }), true);
+    assert.equal(writes, 3);
+    live = await counting.get(Widgets, "stale-status", { namespace: ns });
+    assert.deepEqual(live.status, { phase: "B", extra: 2 });
+  });
+
   it("manageError / manageSuccess: condition, Warning Event and growing delays on a custom resource", async (t) => {
     const recorder = new EventRecorder(env.client, { reportingController: "opkit.dev/helpers-test" });
     t.after(() => recorder.flush());

@@ -15,6 +15,14 @@ export type StatusOf<T> = T extends {
   ? S
   : unknown;
 
+/**
+ * The last status written per object uid, with the resourceVersion of the copy it was computed from.
+ * A reconcile that runs again before the cache saw its own write reads that same old copy; without
+ * this it would write the same status a second time (a request, and on a busy server a conflict).
+ */
+const lastWrites = new Map<string, { readRv: string; status: unknown }>();
+const LAST_WRITES_LIMIT = 100_000;
+
 /** Options of the status helpers. */
 export interface StatusWriteOptions {
   /**
@@ -38,13 +46,23 @@ export async function updateStatusIfChanged<O extends ReadonlyKubeObject>(
   status: DeepReadonly<StatusOf<O>> | undefined,
   opts: StatusWriteOptions = {},
 ): Promise<boolean> {
-  const current = (obj as { status?: unknown }).status;
+  const uid = obj.metadata.uid;
+  const rv = obj.metadata.resourceVersion;
+  let current = (obj as { status?: unknown }).status;
+  const last = uid ? lastWrites.get(uid) : undefined;
+  if (last && rv !== undefined && last.readRv === rv) {
+    // `obj` is the version our last write was based on: a cache that has not seen that write yet. The
+    // server holds what the write returned, so compare with that instead of writing the same again.
+    current = last.status;
+  } else if (last && uid) {
+    lastWrites.delete(uid);
+  }
   if (jsonEqual(current, status)) return false;
   if (!obj.apiVersion || !obj.kind || !obj.metadata.name) {
     throw new Error("updateStatusIfChanged needs an object with apiVersion, kind and metadata.name");
   }
   const diff = mergePatchDiff(current, status);
-  await client.patch(
+  const written = await client.patch(
     { apiVersion: obj.apiVersion, kind: obj.kind },
     obj.metadata.name,
     { status: diff ?? null },
@@ -55,5 +73,10 @@ export async function updateStatusIfChanged<O extends ReadonlyKubeObject>(
       fieldManager: opts.fieldManager,
     },
   );
+  if (uid && rv !== undefined) {
+    lastWrites.delete(uid);
+    if (lastWrites.size >= LAST_WRITES_LIMIT) lastWrites.delete(lastWrites.keys().next().value ?? "");
+    lastWrites.set(uid, { readRv: rv, status: (written as { status?: unknown }).status });
+  }
   return true;
 }

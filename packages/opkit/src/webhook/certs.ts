@@ -12,7 +12,7 @@ import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { isIP } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createCertificateAuthority, type CertificateAuthority } from "../pki/index.ts";
+import type { CertificateAuthority } from "../pki/index.ts";
 
 /** controller-runtime's default certificate directory, so manifests written for Go operators fit. */
 export const DEFAULT_CERT_DIR = join(tmpdir(), "k8s-webhook-server", "serving-certs");
@@ -140,7 +140,10 @@ export async function writeServingCertificate(
   options: ServingCertificateOptions = {},
 ): Promise<ServingCertificate> {
   await mkdir(dir, { recursive: true, mode: 0o700 });
-  const ca = options.ca ?? (await createCertificateAuthority("opkit-webhook-ca", 3650));
+  // pki/ pulls in @peculiar/x509 (~0.4 s of CPU to import): loaded only when a CA is written.
+  const ca =
+    options.ca ??
+    (await (await import("../pki/index.ts")).createCertificateAuthority("opkit-webhook-ca", 3650));
   const hosts = options.hosts ?? ["127.0.0.1", "::1", "localhost"];
   const pair = await ca.issue({
     commonName: hosts[0] ?? "opkit-webhook",
