@@ -42,9 +42,14 @@ test("label escapes, special values, timestamps and Go's spacing", () => {
     "y +Inf",
     "z{} NaN",
     'w{ le="x" } 2',
+    // prom-client writes NaN as "Nan"; Prometheus reads values case-insensitively.
+    "v Nan",
+    "u -inf",
     "",
   ].join("\n");
-  const [x, y, z, w] = parseExposition(text);
+  const [x, y, z, w, v, u] = parseExposition(text);
+  assert.ok(Number.isNaN(v?.value));
+  assert.equal(u?.value, -Infinity);
   assert.deepEqual(x, { name: "x", labels: { a: 'q"uote', b: "back\\slash", c: "new\nline" }, value: 1500 });
   assert.equal(y?.value, Infinity);
   assert.ok(Number.isNaN(z?.value));

@@ -43,13 +43,17 @@ const NAME = /^[a-zA-Z_:][a-zA-Z0-9_:]*/;
 const LABEL_NAME = /^[a-zA-Z_][a-zA-Z0-9_]*/;
 
 function parseValue(text: string, line: number): number {
-  switch (text) {
-    case "+Inf":
-    case "Inf":
+  // Case-insensitive, as Prometheus parses values (Go's ParseFloat): prom-client writes NaN as "Nan".
+  switch (text.toLowerCase()) {
+    case "+inf":
+    case "inf":
+    case "+infinity":
+    case "infinity":
       return Infinity;
-    case "-Inf":
+    case "-inf":
+    case "-infinity":
       return -Infinity;
-    case "NaN":
+    case "nan":
       return NaN;
   }
   const v = Number(text);
