@@ -10,6 +10,7 @@
 import { realClock } from "../clock/index.ts";
 import type { Clock, TimerHandle } from "../clock/index.ts";
 import { BinaryHeap } from "./heap.ts";
+import { ReadyQueue } from "./ready.ts";
 import { defaultControllerRateLimiter } from "./ratelimiter.ts";
 import type { RateLimiter } from "./ratelimiter.ts";
 
@@ -72,9 +73,11 @@ interface WaitingEntry<K> {
   seq: number;
 }
 
-interface DirtyState {
+interface DirtyState<K> {
   priority: number;
   addedAt: number;
+  // The live entry in #ready while the key is pending; undefined while it waits for `done`.
+  entry: ReadyEntry<K> | undefined;
 }
 
 interface DrainWaiter {
@@ -101,13 +104,13 @@ export class WorkQueue<K extends string> {
   private readonly metrics: QueueMetrics<K>;
   private seq = 0;
 
-  // Keys that need a run, pending or not: a dirty key is either in #queued or in #processing.
-  private readonly dirty = new Map<K, DirtyState>();
-  // Pending keys, ready to hand out. The heap may hold replaced entries; #queued has the live one.
-  private readonly queued = new Map<K, ReadyEntry<K>>();
-  private readonly ready = new BinaryHeap<ReadyEntry<K>>((a, b) =>
-    a.priority !== b.priority ? a.priority > b.priority : a.seq < b.seq,
-  );
+  // Keys that need a run, pending or not: a dirty key is either pending (its `entry` is set) or in
+  // #processing. One map for both, as it is the hot path.
+  private readonly dirty = new Map<K, DirtyState<K>>();
+  // Pending keys (dirty keys with an entry).
+  private queued = 0;
+  // Pending keys in hand-out order. It may hold replaced entries; the dirty state has the live one.
+  private readonly ready = new ReadyQueue<ReadyEntry<K>>();
   // Key → start time of the run.
   private readonly processing = new Map<K, number>();
 
@@ -209,10 +212,10 @@ export class WorkQueue<K extends string> {
     const startedAt = this.processing.get(key);
     if (startedAt === undefined) return;
     this.processing.delete(key);
-    this.metrics.onDone?.(key, this.clock.now() - startedAt);
+    if (this.metrics.onDone !== undefined) this.metrics.onDone(key, this.clock.now() - startedAt);
     const dirty = this.dirty.get(key);
     // Even during shutdown: the add was accepted before it, and draining workers will pick it up.
-    if (dirty !== undefined) this.push(key, dirty.priority);
+    if (dirty !== undefined) this.push(key, dirty);
     if (this.finished()) this.releaseGetters();
     this.checkDrained();
   }
@@ -256,7 +259,7 @@ export class WorkQueue<K extends string> {
 
   /** Pending keys (not counting keys being processed or waiting for a delay). */
   len(): number {
-    return this.queued.size;
+    return this.queued;
   }
 
   /** Keys handed out and not yet `done`. */
@@ -295,35 +298,45 @@ export class WorkQueue<K extends string> {
     if (dirty !== undefined) {
       if (priority > dirty.priority) {
         dirty.priority = priority;
-        const entry = this.queued.get(key);
         // Keep the original sequence number: a raised key keeps its place among its new peers.
-        if (entry !== undefined) this.pushEntry({ key, priority, seq: entry.seq });
+        if (dirty.entry !== undefined) this.pushEntry(dirty, { key, priority, seq: dirty.entry.seq });
       }
       return;
     }
-    this.dirty.set(key, { priority, addedAt: this.clock.now() });
+    // The clock is read only for the metric that uses it: adds are the hot path.
+    const state: DirtyState<K> = {
+      priority,
+      addedAt: this.metrics.onGet !== undefined ? this.clock.now() : 0,
+      entry: undefined,
+    };
+    this.dirty.set(key, state);
     this.metrics.onAdd?.(key);
     // A processing key waits for `done`, so no second worker can get it.
     if (this.processing.has(key)) return;
-    this.push(key, priority);
+    this.push(key, state);
   }
 
-  private push(key: K, priority: number): void {
-    this.pushEntry({ key, priority, seq: this.seq++ });
-    this.metrics.onDepth?.(this.queued.size);
+  private push(key: K, state: DirtyState<K>): void {
+    this.queued++;
+    this.pushEntry(state, { key, priority: state.priority, seq: this.seq++ });
+    this.metrics.onDepth?.(this.queued);
     this.dispatch();
   }
 
-  private pushEntry(entry: ReadyEntry<K>): void {
-    this.queued.set(entry.key, entry);
+  private pushEntry(state: DirtyState<K>, entry: ReadyEntry<K>): void {
+    state.entry = entry;
     this.ready.push(entry);
-    if (this.ready.size > 2 * this.queued.size + STALE_SLACK) this.ready.rebuild(this.queued.values());
+    if (this.ready.size > 2 * this.queued + STALE_SLACK) this.ready.rebuild(this.liveEntries());
+  }
+
+  private *liveEntries(): Generator<ReadyEntry<K>> {
+    for (const state of this.dirty.values()) if (state.entry !== undefined) yield state.entry;
   }
 
   // Hands keys to waiting getters synchronously, so the key is marked processing before any other add
   // or done can run.
   private dispatch(): void {
-    while (this.getters.length > 0 && this.queued.size > 0) {
+    while (this.getters.length > 0 && this.queued > 0) {
       const item = this.take();
       if (item === undefined) return;
       (this.getters.shift() as (item: QueueItem<K>) => void)(item);
@@ -334,14 +347,15 @@ export class WorkQueue<K extends string> {
     for (;;) {
       const entry = this.ready.pop();
       if (entry === undefined) return undefined;
-      if (this.queued.get(entry.key) !== entry) continue;
-      this.queued.delete(entry.key);
+      const state = this.dirty.get(entry.key);
+      if (state === undefined || state.entry !== entry) continue;
+      this.queued--;
       const now = this.clock.now();
-      const addedAt = this.dirty.get(entry.key)?.addedAt ?? now;
+      const addedAt = state.addedAt;
       this.dirty.delete(entry.key);
       this.processing.set(entry.key, now);
-      this.metrics.onDepth?.(this.queued.size);
-      this.metrics.onGet?.(entry.key, now - addedAt);
+      this.metrics.onDepth?.(this.queued);
+      if (this.metrics.onGet !== undefined) this.metrics.onGet(entry.key, now - addedAt);
       return { key: entry.key, priority: entry.priority };
     }
   }
@@ -390,7 +404,7 @@ export class WorkQueue<K extends string> {
   // client-go ends getters as soon as the queue is empty, so a key re-added during a run that ends
   // after shutdown finds no worker left. Waiting for such keys keeps the no-lost-update promise.
   private finished(): boolean {
-    if (!this.shuttingDown || this.queued.size > 0) return false;
+    if (!this.shuttingDown || this.queued > 0) return false;
     for (const key of this.processing.keys()) if (this.dirty.has(key)) return false;
     return true;
   }
@@ -400,7 +414,7 @@ export class WorkQueue<K extends string> {
   }
 
   private isDrained(): boolean {
-    return this.queued.size === 0 && this.processing.size === 0;
+    return this.queued === 0 && this.processing.size === 0;
   }
 
   private checkDrained(): void {
