@@ -24,6 +24,7 @@ interface Bucket<T> {
 // Popped slots are dropped once they are this many and at least half the array.
 const COMPACT_AT = 1024;
 
+/** Pending entries in hand-out order (internal to the work queue). */
 export class ReadyQueue<T extends Ordered> {
   private readonly buckets = new Map<number, Bucket<T>>();
   // The priorities with a non-empty bucket, highest first.
@@ -35,6 +36,7 @@ export class ReadyQueue<T extends Ordered> {
     return this.count;
   }
 
+  /** Adds an entry: an append unless its sequence number is older than the tail of its priority's run. */
   push(entry: T): void {
     let bucket = this.buckets.get(entry.priority);
     if (bucket === undefined) {
@@ -60,6 +62,7 @@ export class ReadyQueue<T extends Ordered> {
     this.count++;
   }
 
+  /** Removes and returns the first entry in order, or undefined when empty. */
   pop(): T | undefined {
     if (this.count === 0) return undefined;
     const priority = this.priorities[0] as number;
@@ -78,6 +81,7 @@ export class ReadyQueue<T extends Ordered> {
     return entry;
   }
 
+  /** Drops every entry. */
   clear(): void {
     this.buckets.clear();
     this.priorities = [];
