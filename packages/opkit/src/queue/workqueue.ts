@@ -60,12 +60,6 @@ export interface WorkQueueOptions<K extends string> {
   metrics?: QueueMetrics<K>;
 }
 
-interface ReadyEntry<K> {
-  key: K;
-  priority: number;
-  seq: number;
-}
-
 interface WaitingEntry<K> {
   key: K;
   readyAt: number;
@@ -73,11 +67,13 @@ interface WaitingEntry<K> {
   seq: number;
 }
 
+// A dirty key, and while it is pending also its entry in #ready (one object per add on the hot path).
 interface DirtyState<K> {
+  key: K;
   priority: number;
   addedAt: number;
-  // The live entry in #ready while the key is pending; undefined while it waits for `done`.
-  entry: ReadyEntry<K> | undefined;
+  // Its place in #ready while the key is pending; -1 while it waits for `done`.
+  seq: number;
 }
 
 interface DrainWaiter {
@@ -104,13 +100,13 @@ export class WorkQueue<K extends string> {
   private readonly metrics: QueueMetrics<K>;
   private seq = 0;
 
-  // Keys that need a run, pending or not: a dirty key is either pending (its `entry` is set) or in
-  // #processing. One map for both, as it is the hot path.
+  // Keys that need a run, pending or not: a dirty key is either pending (seq >= 0) or in #processing.
+  // One map for both, as it is the hot path.
   private readonly dirty = new Map<K, DirtyState<K>>();
-  // Pending keys (dirty keys with an entry).
+  // Pending keys (dirty keys with seq >= 0).
   private queued = 0;
-  // Pending keys in hand-out order. It may hold replaced entries; the dirty state has the live one.
-  private readonly ready = new ReadyQueue<ReadyEntry<K>>();
+  // Pending keys in hand-out order. It may hold replaced states; only the one in #dirty is live.
+  private readonly ready = new ReadyQueue<DirtyState<K>>();
   // Key → start time of the run.
   private readonly processing = new Map<K, number>();
 
@@ -215,7 +211,7 @@ export class WorkQueue<K extends string> {
     if (this.metrics.onDone !== undefined) this.metrics.onDone(key, this.clock.now() - startedAt);
     const dirty = this.dirty.get(key);
     // Even during shutdown: the add was accepted before it, and draining workers will pick it up.
-    if (dirty !== undefined) this.push(key, dirty);
+    if (dirty !== undefined) this.push(dirty);
     if (this.finished()) this.releaseGetters();
     this.checkDrained();
   }
@@ -297,40 +293,47 @@ export class WorkQueue<K extends string> {
     const dirty = this.dirty.get(key);
     if (dirty !== undefined) {
       if (priority > dirty.priority) {
-        dirty.priority = priority;
-        // Keep the original sequence number: a raised key keeps its place among its new peers.
-        if (dirty.entry !== undefined) this.pushEntry(dirty, { key, priority, seq: dirty.entry.seq });
+        if (dirty.seq < 0) {
+          dirty.priority = priority;
+        } else {
+          // A pending key moves to its new priority as a new state (the old one in #ready goes
+          // stale) that keeps the original sequence number: its place among its new peers.
+          const raised: DirtyState<K> = { key, priority, addedAt: dirty.addedAt, seq: dirty.seq };
+          this.dirty.set(key, raised);
+          this.pushEntry(raised);
+        }
       }
       return;
     }
     // The clock is read only for the metric that uses it: adds are the hot path.
     const state: DirtyState<K> = {
+      key,
       priority,
       addedAt: this.metrics.onGet !== undefined ? this.clock.now() : 0,
-      entry: undefined,
+      seq: -1,
     };
     this.dirty.set(key, state);
     this.metrics.onAdd?.(key);
     // A processing key waits for `done`, so no second worker can get it.
     if (this.processing.has(key)) return;
-    this.push(key, state);
+    this.push(state);
   }
 
-  private push(key: K, state: DirtyState<K>): void {
+  private push(state: DirtyState<K>): void {
     this.queued++;
-    this.pushEntry(state, { key, priority: state.priority, seq: this.seq++ });
+    state.seq = this.seq++;
+    this.pushEntry(state);
     this.metrics.onDepth?.(this.queued);
     this.dispatch();
   }
 
-  private pushEntry(state: DirtyState<K>, entry: ReadyEntry<K>): void {
-    state.entry = entry;
-    this.ready.push(entry);
-    if (this.ready.size > 2 * this.queued + STALE_SLACK) this.ready.rebuild(this.liveEntries());
+  private pushEntry(state: DirtyState<K>): void {
+    this.ready.push(state);
+    if (this.ready.size > 2 * this.queued + STALE_SLACK) this.ready.rebuild(this.pendingStates());
   }
 
-  private *liveEntries(): Generator<ReadyEntry<K>> {
-    for (const state of this.dirty.values()) if (state.entry !== undefined) yield state.entry;
+  private *pendingStates(): Generator<DirtyState<K>> {
+    for (const state of this.dirty.values()) if (state.seq >= 0) yield state;
   }
 
   // Hands keys to waiting getters synchronously, so the key is marked processing before any other add
@@ -347,11 +350,10 @@ export class WorkQueue<K extends string> {
     for (;;) {
       const entry = this.ready.pop();
       if (entry === undefined) return undefined;
-      const state = this.dirty.get(entry.key);
-      if (state === undefined || state.entry !== entry) continue;
+      if (this.dirty.get(entry.key) !== entry) continue;
       this.queued--;
       const now = this.clock.now();
-      const addedAt = state.addedAt;
+      const addedAt = entry.addedAt;
       this.dirty.delete(entry.key);
       this.processing.set(entry.key, now);
       this.metrics.onDepth?.(this.queued);
