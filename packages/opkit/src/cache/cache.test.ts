@@ -4,7 +4,7 @@ import fc from "fast-check";
 import { FakeClock } from "../clock/index.ts";
 import type { KubeObject } from "../client/types.ts";
 import { Backoff } from "./backoff.ts";
-import { Store, OWNER_INDEX } from "./store.ts";
+import { Store, OWNER_INDEX, deepFreeze } from "./store.ts";
 import { diffRelist } from "./informer.ts";
 import { watchTimeoutSeconds, type ListWatcher } from "./reflector.ts";
 import { Cache } from "./cache.ts";
@@ -78,12 +78,26 @@ describe("Store", () => {
     s.upsert(cm("a", "x", "4", { labels: { app: "db" } }));
     assert.equal(s.list({ index: { name: "app", value: "web" } }).length, 1);
     assert.equal(s.list({ index: { name: OWNER_INDEX, value: "u1" } }).length, 0);
+    // An update that keeps every index value leaves the key where it was.
+    s.upsert(cm("b", "x", "5", { labels: { app: "web" } }));
+    assert.deepEqual(
+      s.list({ index: { name: "app", value: "web" } }).map((o) => o.metadata.resourceVersion),
+      ["5"],
+    );
+    assert.equal(s.list({ namespace: "b" }).length, 1);
     s.remove("a/y");
     assert.deepEqual(
       s.list({ index: { name: "app", value: "db" } }).map((o) => o.metadata.name),
       ["x"],
     );
     assert.throws(() => s.list({ index: { name: "nope", value: "" } }), /register it with indexField/);
+  });
+
+  it("deepFreeze freezes everything reachable, also below a child that was already frozen", () => {
+    const inner = { list: [{ v: 1 }] };
+    const obj = deepFreeze({ a: Object.freeze({ inner }), b: [[{ c: "x" }]] });
+    assert.ok(Object.isFrozen(obj) && Object.isFrozen(obj.b[0]?.[0]));
+    assert.ok(Object.isFrozen(inner) && Object.isFrozen(inner.list[0]));
   });
 
   it("replace swaps content and indexes at once and returns the old content", () => {

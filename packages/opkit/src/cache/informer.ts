@@ -378,8 +378,10 @@ export class Informer<T extends KubeObject> implements SharedInformer<T> {
 
   private advance(rv: string): void {
     this.resourceVersion = rv;
+    // Checked before parsing: every watch event lands here, and there is rarely anyone waiting.
+    if (this.rvWaiters.length === 0) return;
     const now = toBigInt(rv);
-    if (now === undefined || this.rvWaiters.length === 0) return;
+    if (now === undefined) return;
     const due = this.rvWaiters.filter((w) => w.rv <= now);
     this.rvWaiters = this.rvWaiters.filter((w) => w.rv > now);
     for (const w of due) w.resolve();

@@ -10,6 +10,7 @@
 import { realClock } from "../clock/index.ts";
 import type { Clock, TimerHandle } from "../clock/index.ts";
 import { BinaryHeap } from "./heap.ts";
+import { ReadyQueue } from "./ready.ts";
 import { defaultControllerRateLimiter } from "./ratelimiter.ts";
 import type { RateLimiter } from "./ratelimiter.ts";
 
@@ -59,12 +60,6 @@ export interface WorkQueueOptions<K extends string> {
   metrics?: QueueMetrics<K>;
 }
 
-interface ReadyEntry<K> {
-  key: K;
-  priority: number;
-  seq: number;
-}
-
 interface WaitingEntry<K> {
   key: K;
   readyAt: number;
@@ -72,9 +67,13 @@ interface WaitingEntry<K> {
   seq: number;
 }
 
-interface DirtyState {
+// A dirty key, and while it is pending also its entry in #ready (one object per add on the hot path).
+interface DirtyState<K> {
+  key: K;
   priority: number;
   addedAt: number;
+  // Its place in #ready while the key is pending; -1 while it waits for `done`.
+  seq: number;
 }
 
 interface DrainWaiter {
@@ -101,13 +100,13 @@ export class WorkQueue<K extends string> {
   private readonly metrics: QueueMetrics<K>;
   private seq = 0;
 
-  // Keys that need a run, pending or not: a dirty key is either in #queued or in #processing.
-  private readonly dirty = new Map<K, DirtyState>();
-  // Pending keys, ready to hand out. The heap may hold replaced entries; #queued has the live one.
-  private readonly queued = new Map<K, ReadyEntry<K>>();
-  private readonly ready = new BinaryHeap<ReadyEntry<K>>((a, b) =>
-    a.priority !== b.priority ? a.priority > b.priority : a.seq < b.seq,
-  );
+  // Keys that need a run, pending or not: a dirty key is either pending (seq >= 0) or in #processing.
+  // One map for both, as it is the hot path.
+  private readonly dirty = new Map<K, DirtyState<K>>();
+  // Pending keys (dirty keys with seq >= 0).
+  private queued = 0;
+  // Pending keys in hand-out order. It may hold replaced states; only the one in #dirty is live.
+  private readonly ready = new ReadyQueue<DirtyState<K>>();
   // Key → start time of the run.
   private readonly processing = new Map<K, number>();
 
@@ -209,10 +208,10 @@ export class WorkQueue<K extends string> {
     const startedAt = this.processing.get(key);
     if (startedAt === undefined) return;
     this.processing.delete(key);
-    this.metrics.onDone?.(key, this.clock.now() - startedAt);
+    if (this.metrics.onDone !== undefined) this.metrics.onDone(key, this.clock.now() - startedAt);
     const dirty = this.dirty.get(key);
     // Even during shutdown: the add was accepted before it, and draining workers will pick it up.
-    if (dirty !== undefined) this.push(key, dirty.priority);
+    if (dirty !== undefined) this.push(dirty);
     if (this.finished()) this.releaseGetters();
     this.checkDrained();
   }
@@ -256,7 +255,7 @@ export class WorkQueue<K extends string> {
 
   /** Pending keys (not counting keys being processed or waiting for a delay). */
   len(): number {
-    return this.queued.size;
+    return this.queued;
   }
 
   /** Keys handed out and not yet `done`. */
@@ -294,36 +293,53 @@ export class WorkQueue<K extends string> {
     const dirty = this.dirty.get(key);
     if (dirty !== undefined) {
       if (priority > dirty.priority) {
-        dirty.priority = priority;
-        const entry = this.queued.get(key);
-        // Keep the original sequence number: a raised key keeps its place among its new peers.
-        if (entry !== undefined) this.pushEntry({ key, priority, seq: entry.seq });
+        if (dirty.seq < 0) {
+          dirty.priority = priority;
+        } else {
+          // A pending key moves to its new priority as a new state (the old one in #ready goes
+          // stale) that keeps the original sequence number: its place among its new peers.
+          const raised: DirtyState<K> = { key, priority, addedAt: dirty.addedAt, seq: dirty.seq };
+          this.dirty.set(key, raised);
+          this.pushEntry(raised);
+        }
       }
       return;
     }
-    this.dirty.set(key, { priority, addedAt: this.clock.now() });
+    // The clock is read only for the metric that uses it: adds are the hot path.
+    const state: DirtyState<K> = {
+      key,
+      priority,
+      addedAt: this.metrics.onGet !== undefined ? this.clock.now() : 0,
+      seq: -1,
+    };
+    this.dirty.set(key, state);
     this.metrics.onAdd?.(key);
     // A processing key waits for `done`, so no second worker can get it.
     if (this.processing.has(key)) return;
-    this.push(key, priority);
+    this.push(state);
   }
 
-  private push(key: K, priority: number): void {
-    this.pushEntry({ key, priority, seq: this.seq++ });
-    this.metrics.onDepth?.(this.queued.size);
+  private push(state: DirtyState<K>): void {
+    this.queued++;
+    state.seq = this.seq++;
+    this.pushEntry(state);
+    this.metrics.onDepth?.(this.queued);
     this.dispatch();
   }
 
-  private pushEntry(entry: ReadyEntry<K>): void {
-    this.queued.set(entry.key, entry);
-    this.ready.push(entry);
-    if (this.ready.size > 2 * this.queued.size + STALE_SLACK) this.ready.rebuild(this.queued.values());
+  private pushEntry(state: DirtyState<K>): void {
+    this.ready.push(state);
+    if (this.ready.size > 2 * this.queued + STALE_SLACK) this.ready.rebuild(this.pendingStates());
+  }
+
+  private *pendingStates(): Generator<DirtyState<K>> {
+    for (const state of this.dirty.values()) if (state.seq >= 0) yield state;
   }
 
   // Hands keys to waiting getters synchronously, so the key is marked processing before any other add
   // or done can run.
   private dispatch(): void {
-    while (this.getters.length > 0 && this.queued.size > 0) {
+    while (this.getters.length > 0 && this.queued > 0) {
       const item = this.take();
       if (item === undefined) return;
       (this.getters.shift() as (item: QueueItem<K>) => void)(item);
@@ -334,14 +350,14 @@ export class WorkQueue<K extends string> {
     for (;;) {
       const entry = this.ready.pop();
       if (entry === undefined) return undefined;
-      if (this.queued.get(entry.key) !== entry) continue;
-      this.queued.delete(entry.key);
+      if (this.dirty.get(entry.key) !== entry) continue;
+      this.queued--;
       const now = this.clock.now();
-      const addedAt = this.dirty.get(entry.key)?.addedAt ?? now;
+      const addedAt = entry.addedAt;
       this.dirty.delete(entry.key);
       this.processing.set(entry.key, now);
-      this.metrics.onDepth?.(this.queued.size);
-      this.metrics.onGet?.(entry.key, now - addedAt);
+      this.metrics.onDepth?.(this.queued);
+      if (this.metrics.onGet !== undefined) this.metrics.onGet(entry.key, now - addedAt);
       return { key: entry.key, priority: entry.priority };
     }
   }
@@ -390,7 +406,7 @@ export class WorkQueue<K extends string> {
   // client-go ends getters as soon as the queue is empty, so a key re-added during a run that ends
   // after shutdown finds no worker left. Waiting for such keys keeps the no-lost-update promise.
   private finished(): boolean {
-    if (!this.shuttingDown || this.queued.size > 0) return false;
+    if (!this.shuttingDown || this.queued > 0) return false;
     for (const key of this.processing.keys()) if (this.dirty.has(key)) return false;
     return true;
   }
@@ -400,7 +416,7 @@ export class WorkQueue<K extends string> {
   }
 
   private isDrained(): boolean {
-    return this.queued.size === 0 && this.processing.size === 0;
+    return this.queued === 0 && this.processing.size === 0;
   }
 
   private checkDrained(): void {
