@@ -15,6 +15,7 @@ import { availableParallelism, cpus, loadavg } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ControlPlane } from "opkit/testenv";
+import { installAppServiceCrd } from "./lib/cluster.ts";
 import { runConverge } from "./lib/converge.ts";
 import { runCacheMemory } from "./lib/cachememory.ts";
 import { runFailover } from "./lib/failover.ts";
@@ -126,6 +127,8 @@ async function main(): Promise<void> {
         })),
       );
     }
+    if (["converge", "latency", "failover"].some((f) => selected.includes(f)))
+      await installAppServiceCrd(kubeconfig, root);
     if (selected.includes("converge")) {
       figures.push(...(await runConverge({ kubeconfig, goBin, n, reps, root, log })));
     }

@@ -5,7 +5,8 @@
  */
 import { readFileSync } from "node:fs";
 import { request } from "node:https";
-import { KubeClient, Namespaces, Pods, type KubeObject } from "opkit";
+import { KubeClient, Namespaces, Pods, installCrds, type KubeObject } from "opkit";
+import { readManifests } from "opkit/testenv";
 import { realisticPod } from "./pods.ts";
 
 /** Run `fn` over 0..count-1 with at most `concurrency` in flight. */
@@ -22,6 +23,19 @@ export async function pool(
 }
 
 /** Create the namespace unless it exists. */
+/** Install the AppService CRD (both operators use the same one) and wait until it is served. */
+export async function installAppServiceCrd(kubeconfig: string, root: string): Promise<void> {
+  const client = await adminClient(kubeconfig);
+  try {
+    await installCrds(
+      client,
+      await readManifests(`${root}/operators/appservice/config/crds/appservices.kosmos.io.yaml`),
+    );
+  } finally {
+    await client.close();
+  }
+}
+
 export async function ensureNamespace(client: KubeClient, name: string): Promise<void> {
   if (await client.getOptional(Namespaces, name)) return;
   await client.create({ apiVersion: "v1", kind: "Namespace", metadata: { name } });

@@ -6,9 +6,7 @@
  * apiserver's apiserver_request_total as a cross-check), its CPU seconds from /proc, idle and peak RSS,
  * and the CPU it used from start to ready.
  */
-import { join } from "node:path";
-import { CustomResourceDefinitions, Services, kindRef } from "opkit";
-import { readManifests } from "opkit/testenv";
+import { Services, kindRef } from "opkit";
 import {
   adminClient,
   apiserverMetrics,
@@ -18,7 +16,7 @@ import {
   pool,
   scrape,
 } from "./cluster.ts";
-import { cpuSeconds, peakRss, rss, start, type Proc } from "./procs.ts";
+import { cpuSeconds, peakRss, rss, startAppService } from "./procs.ts";
 import { figure, sumMetric, type Figure } from "./stats.ts";
 
 const AppServices = kindRef("kosmos.io/v1", "AppService");
@@ -76,26 +74,8 @@ async function oneRun(
   for (const ns of namespaces) await ensureNamespace(client, ns);
   const port = impl === "go" ? 18380 : 18381;
   const t = performance.now();
-  let p: Proc;
-  if (impl === "go") {
-    p = start(o.goBin, ["--metrics-bind-address", `127.0.0.1:${port}`, "--qps", "-1"], {
-      env: { KUBECONFIG: o.kubeconfig },
-    });
-    await p.waitFor(/"event":"ready"/, 300_000);
-  } else {
-    p = start(process.execPath, [
-      join(o.root, "operators/appservice/src/main.ts"),
-      "--kubeconfig",
-      o.kubeconfig,
-      "--metrics-bind-address",
-      `127.0.0.1:${port}`,
-      "--health-probe-bind-address",
-      "0",
-      "--log-format",
-      "json",
-    ]);
-    await p.waitFor(/caches synced/, 300_000);
-  }
+  const p = startAppService(impl, o, { metricsAddress: `127.0.0.1:${port}` });
+  await p.waitFor(impl === "go" ? /"event":"ready"/ : /caches synced/, 300_000);
   try {
     const readyMs = performance.now() - t;
     const startupCpu = cpuSeconds(p.pid);
@@ -162,17 +142,6 @@ export async function runConverge(o: {
   root: string;
   log: (m: string) => void;
 }): Promise<Figure[]> {
-  const client = await adminClient(o.kubeconfig);
-  const crds = await readManifests(
-    join(o.root, "operators/appservice/config/crds/appservices.kosmos.io.yaml"),
-  );
-  for (const crd of crds) await client.apply(crd, { fieldManager: "bench", force: true });
-  for (let i = 0; ; i++) {
-    const crd = await client.get(CustomResourceDefinitions, "appservices.kosmos.io");
-    if (crd.status?.conditions?.some((c) => c.type === "Established" && c.status === "True")) break;
-    if (i > 100) throw new Error("the AppService CRD is not Established");
-    await new Promise((r) => setTimeout(r, 200));
-  }
   const runs: Record<"go" | "opkit", Run[]> = { go: [], opkit: [] };
   for (let r = 0; r < o.reps; r++) {
     for (const impl of ["go", "opkit"] as const) {

@@ -4,30 +4,12 @@
  * until its status is written, which only the standby, once it holds the Lease, can do. Bounded below by
  * the Lease duration (15 s for both opkit and controller-runtime by default).
  */
-import { join } from "node:path";
 import { kindRef } from "opkit";
 import { adminClient, appService, ensureNamespace } from "./cluster.ts";
-import { start, type Proc } from "./procs.ts";
+import { startAppService, type Proc } from "./procs.ts";
 import { figure, type Figure } from "./stats.ts";
 
 const AppServices = kindRef("kosmos.io/v1", "AppService");
-
-function replica(impl: "go" | "opkit", o: { kubeconfig: string; goBin: string; root: string }): Proc {
-  return impl === "go"
-    ? start(o.goBin, ["--leader-elect", "--qps", "-1"], { env: { KUBECONFIG: o.kubeconfig } })
-    : start(process.execPath, [
-        join(o.root, "operators/appservice/src/main.ts"),
-        "--kubeconfig",
-        o.kubeconfig,
-        "--leader-elect",
-        "--metrics-bind-address",
-        "0",
-        "--health-probe-bind-address",
-        "0",
-        "--log-format",
-        "json",
-      ]);
-}
 
 const ELECTED = /"event":"elected"|became leader/;
 
@@ -39,11 +21,11 @@ async function oneRun(
   const client = await adminClient(o.kubeconfig);
   const ns = `bench-fo-${impl}-${run}-${Date.now() % 100000}`;
   await ensureNamespace(client, ns);
-  const leader = replica(impl, o);
+  const leader = startAppService(impl, o, { leaderElect: true });
   let standby: Proc | undefined;
   try {
     await leader.waitFor(ELECTED, 120_000);
-    standby = replica(impl, o);
+    standby = startAppService(impl, o, { leaderElect: true });
     // The standby starts, syncs its caches and waits on the Lease.
     await new Promise((r) => setTimeout(r, 10_000));
     if (standby.lines.some((l) => ELECTED.test(l))) throw new Error(`${impl}: two leaders`);

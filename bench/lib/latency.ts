@@ -6,10 +6,9 @@
  * write; neither operator logs reconcile starts, and both expose only coarse (×10) queue-wait buckets.
  * Updates coalesced by the workqueue (a key changed twice before its reconcile) are counted, not timed.
  */
-import { join } from "node:path";
 import { kindRef } from "opkit";
 import { adminClient, appService, ensureNamespace, pool } from "./cluster.ts";
-import { start, type Proc } from "./procs.ts";
+import { startAppService } from "./procs.ts";
 import { figure, percentile, type Figure } from "./stats.ts";
 
 const AppServices = kindRef("kosmos.io/v1", "AppService");
@@ -17,22 +16,6 @@ const AppServices = kindRef("kosmos.io/v1", "AppService");
 interface App {
   metadata: { name?: string; generation?: number };
   status?: { observedGeneration?: number };
-}
-
-function operator(impl: "go" | "opkit", o: { kubeconfig: string; goBin: string; root: string }): Proc {
-  return impl === "go"
-    ? start(o.goBin, ["--qps", "-1"], { env: { KUBECONFIG: o.kubeconfig } })
-    : start(process.execPath, [
-        join(o.root, "operators/appservice/src/main.ts"),
-        "--kubeconfig",
-        o.kubeconfig,
-        "--metrics-bind-address",
-        "0",
-        "--health-probe-bind-address",
-        "0",
-        "--log-format",
-        "json",
-      ]);
 }
 
 async function oneRun(
@@ -54,7 +37,7 @@ async function oneRun(
   await pool(o.apps, 16, async (i) => {
     await client.create(appService(ns, `app-${i}`, 0));
   });
-  const p = operator(impl, o);
+  const p = startAppService(impl, o);
   const abort = new AbortController();
   try {
     await p.waitFor(/"event":"ready"|caches synced/, 300_000);

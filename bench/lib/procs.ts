@@ -5,6 +5,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { join } from "node:path";
 
 /** A started process with its output lines. */
 export interface Proc {
@@ -129,4 +130,32 @@ export function rss(pid: number): number {
 /** Peak resident memory since the process started, bytes. */
 export function peakRss(pid: number): number {
   return statusField(pid, "VmHWM");
+}
+
+/**
+ * The AppService operator, Go peer or opkit, with the same flags on both sides: metrics on
+ * `metricsAddress` (default any free port), leader election when asked, the Go peer unthrottled.
+ */
+export function startAppService(
+  impl: "go" | "opkit",
+  o: { kubeconfig: string; goBin: string; root: string },
+  opts: { leaderElect?: boolean; metricsAddress?: string } = {},
+): Proc {
+  const common = [
+    ...(opts.leaderElect ? ["--leader-elect"] : []),
+    ...(opts.metricsAddress ? ["--metrics-bind-address", opts.metricsAddress] : []),
+  ];
+  return impl === "go"
+    ? start(o.goBin, [...common, "--qps", "-1"], { env: { KUBECONFIG: o.kubeconfig } })
+    : start(process.execPath, [
+        join(o.root, "operators/appservice/src/main.ts"),
+        "--kubeconfig",
+        o.kubeconfig,
+        ...common,
+        ...(opts.metricsAddress ? [] : ["--metrics-bind-address", "0"]),
+        "--health-probe-bind-address",
+        "0",
+        "--log-format",
+        "json",
+      ]);
 }
