@@ -123,7 +123,7 @@ it(
       }
       changes += await churn(env.client, ns, wanted, { durationMs: 45_000, perSecond: 5 });
       await injecting;
-      // A frozen watch is noticed after the progress deadline (75 s): allow for it.
+      // A frozen watch is noticed after the progress deadline (50 s): allow for it.
       await converged(env.client, ns, wanted, `minute ${minute} (${fault})`, 150_000);
       await persistCreated(env, acmeNames, 120_000);
       const sample: Sample = { minute, rss: {}, heap: {} };

@@ -81,7 +81,7 @@ export interface CacheOptions {
    * (default true).
    */
   streamingList?: boolean;
-  /** How long a watch may stay silent before it is reopened (default 75 s; see ReflectorOptions). */
+  /** How long a watch may stay silent before it is treated as dead (default 50 s; see ReflectorOptions). */
   progressDeadlineMs?: number;
   /** Time source for resyncs and backoff; a FakeClock in tests. */
   clock?: Clock;

@@ -319,6 +319,58 @@ describe("Reflector against a fake server", () => {
     await inf.stop();
   });
 
+  it("every watch asks the server to end it within 40 s, and treats 50 s of silence as a dead connection", async () => {
+    for (const streaming of [false, true]) {
+      const server = new FakeServer();
+      server.write("ADDED", "a");
+      const clock = new FakeClock();
+      let r = 0;
+      // Random draws spread over [0, 1): the timeouts must cover [20, 40) and never reach 40.
+      const draws = [0, 0.5, 0.999999];
+      const inf = new Informer<CM>(server, ConfigMaps, {
+        clock,
+        random: () => draws[r++ % 3] ?? 0,
+        streamingList: streaming,
+      });
+      inf.start();
+      await until(clock, "sync", () => inf.hasSynced());
+      for (let i = 0; i < 3; i++) {
+        const before = server.watches.length;
+        server.closeWatches();
+        await until(clock, "a new watch", () => server.watches.length > before);
+      }
+      const timeouts = server.watches.map((w) => w.timeoutSeconds ?? Infinity);
+      assert.ok(
+        timeouts.every((t) => t >= 20 && t < 40),
+        `watch timeouts in [20, 40): ${timeouts.join(",")}`,
+      );
+      assert.ok(
+        timeouts.includes(20) && timeouts.includes(39),
+        `the whole range is used: ${timeouts.join(",")}`,
+      );
+      // A healthy stream ends by its timeout, so 10 s beyond the longest one only a dead connection reaches.
+      assert.ok(server.watches.every((w) => w.idleTimeoutMs === 50_000));
+      await inf.stop();
+    }
+  });
+
+  it("a longer watch timeout moves the progress deadline with it", async () => {
+    const server = new FakeServer();
+    const clock = new FakeClock();
+    const inf = new Informer<CM>(server, ConfigMaps, {
+      clock,
+      random: () => 0,
+      streamingList: false,
+      minWatchTimeoutSeconds: 300,
+    });
+    inf.start();
+    await until(clock, "sync", () => inf.hasSynced());
+    await until(clock, "a watch", () => server.watches.length > 0);
+    assert.equal(server.watches[0]?.timeoutSeconds, 300);
+    assert.equal(server.watches[0]?.idleTimeoutMs, 610_000);
+    await inf.stop();
+  });
+
   it("a server that ends every watch at once is not hammered", async () => {
     const { server, clock, inf } = setup({ streaming: false });
     inf.start();

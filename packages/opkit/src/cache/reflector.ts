@@ -9,8 +9,9 @@
  * with client-go's guarantees: a paged list (or a streaming list where the server supports it) then a
  * watch from its resourceVersion with bookmarks; every delivered event and bookmark advances the resume
  * point, so a watch that breaks mid-stream resumes where it stopped and no event is delivered twice;
- * watch timeouts random in [5, 10) minutes; a stream without any byte for the progress deadline (the
- * server sends a bookmark about every minute) is treated as dead; errors back off (800 ms → 30 s, reset
+ * watch timeouts random in [20, 40) seconds, so the server itself ends every healthy stream (with a
+ * bookmark first when it has progressed) well within the 50 s progress deadline, and a stream without any byte
+ * for that long is dead; errors back off (800 ms → 30 s, reset
  * after 2 min healthy), and so do relists that follow each other without a working watch in between; an
  * expired continue token (410 during a paged list) falls back to one unpaged list; a Forbidden
  * list/watch is reported once.
@@ -58,12 +59,18 @@ export interface ReflectorOptions<T extends KubeObject> {
   transform?: (obj: T) => T;
   clock?: Clock;
   random?: () => number;
-  /** Watch timeout range in seconds (default [300, 600)). */
+  /**
+   * Watch timeout range in seconds: [min, 2·min) (default min 20). client-go uses [5, 10) minutes and
+   * notices dead connections with HTTP/2 pings; these watches run over HTTP/1.1, which has no ping, so a short
+   * server timeout is what bounds the silence of a healthy stream. Reopening costs one request from the last
+   * resourceVersion (no relist, nothing replayed), and the server sends a bookmark 2 s before the timeout
+   * whenever its resourceVersion moved, so the resume point stays fresh.
+   */
   minWatchTimeoutSeconds?: number;
   /**
-   * A watch that delivers no byte for this long is dead (a frozen connection, a half-open socket) and is
-   * reopened from the last resourceVersion. kube-apiserver sends a bookmark about every 60 s on an idle
-   * watch, so the default of 75 s notices a dead connection within about a minute without false alarms.
+   * A watch that delivers no byte for this long is dead (a frozen connection, a half-open socket): the pool's
+   * connections are reset and the watch reopened from the last resourceVersion. Default: the longest watch
+   * timeout plus 10 s (50 s with the default timeouts), since a healthy stream ends by then.
    */
   progressDeadlineMs?: number;
 }
@@ -79,11 +86,14 @@ export interface ReflectorSink<T extends KubeObject> {
 }
 
 const INITIAL_EVENTS_END = "k8s.io/initial-events-end";
+/** The default shortest watch timeout (seconds); each watch asks for a random one in [20, 40). */
+export const DEFAULT_MIN_WATCH_TIMEOUT_SECONDS = 20;
+
 /**
- * How long a watch may stay silent before it is reopened (75 s): longer than the server's ~60 s bookmark
- * interval, so only a dead connection trips it.
+ * How long a watch may stay silent before it is treated as dead (50 s): the longest default watch timeout (the
+ * server ends a healthy stream by then) plus 10 s of slack, so a frozen connection is noticed within a minute.
  */
-export const DEFAULT_PROGRESS_DEADLINE_MS = 75_000;
+export const DEFAULT_PROGRESS_DEADLINE_MS = (2 * DEFAULT_MIN_WATCH_TIMEOUT_SECONDS + 10) * 1000;
 
 /** A watch timeout in [min, 2·min) seconds (client-go: [5, 10) minutes), so reconnects spread out. */
 export function watchTimeoutSeconds(minSeconds: number, random: () => number = Math.random): number {
@@ -163,7 +173,16 @@ export class Reflector<T extends KubeObject> {
 
   /** Random in [min, 2·min) seconds, so thousands of clients do not reconnect together. */
   private watchTimeoutSeconds(): number {
-    return watchTimeoutSeconds(this.opts.minWatchTimeoutSeconds ?? 300, this.random);
+    return watchTimeoutSeconds(this.minWatchTimeoutSeconds(), this.random);
+  }
+
+  private minWatchTimeoutSeconds(): number {
+    return this.opts.minWatchTimeoutSeconds ?? DEFAULT_MIN_WATCH_TIMEOUT_SECONDS;
+  }
+
+  /** The silence after which a stream is dead: given, or the longest watch timeout plus 10 s. */
+  private progressDeadlineMs(): number {
+    return this.opts.progressDeadlineMs ?? (2 * this.minWatchTimeoutSeconds() + 10) * 1000;
   }
 
   private async run(): Promise<void> {
@@ -271,7 +290,7 @@ export class Reflector<T extends KubeObject> {
         sendInitialEvents: true,
         allowWatchBookmarks: true,
         timeoutSeconds: this.watchTimeoutSeconds(),
-        idleTimeoutMs: this.opts.progressDeadlineMs ?? DEFAULT_PROGRESS_DEADLINE_MS,
+        idleTimeoutMs: this.progressDeadlineMs(),
       });
       for await (const ev of events) {
         if (!synced) {
@@ -324,7 +343,7 @@ export class Reflector<T extends KubeObject> {
       resourceVersion: rv,
       allowWatchBookmarks: true,
       timeoutSeconds: this.watchTimeoutSeconds(),
-      idleTimeoutMs: this.opts.progressDeadlineMs ?? DEFAULT_PROGRESS_DEADLINE_MS,
+      idleTimeoutMs: this.progressDeadlineMs(),
     });
     let count = 0;
     for await (const ev of events) {

@@ -66,7 +66,10 @@ export interface RequestOptions {
   contentType?: string;
   /** Aborts the request and any retry wait; the call then throws RequestAbortedError. */
   signal?: AbortSignal;
-  /** Milliseconds without any bytes from the server before the request fails (default 60 s). */
+  /**
+   * Milliseconds without any bytes from the server before the request fails (default 60 s; waiting for the
+   * headers is capped at 60 s).
+   */
   idleTimeoutMs?: number;
   /** Accept header (default application/json); used to ask for PartialObjectMetadata. */
   accept?: string;
@@ -331,6 +334,9 @@ export class Transport {
         body,
         signal,
         bodyTimeout: opts.idleTimeoutMs ?? 60_000,
+        // A request sent on a frozen pooled connection never gets its headers: a watch must notice that as
+        // soon as a silent body, not after the pool's 60 s.
+        headersTimeout: Math.min(opts.idleTimeoutMs ?? 60_000, 60_000),
       });
       report(res.statusCode);
       this.noteWarnings(res.headers.warning, info);

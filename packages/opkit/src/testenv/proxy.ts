@@ -15,6 +15,11 @@ export interface TcpProxy {
   readonly port: number;
   /** Connections accepted so far. */
   readonly connections: number;
+  /**
+   * Frozen connections the client has not closed yet: 0 again once it noticed every one (how fault tests time
+   * a client's liveness checks).
+   */
+  readonly frozen: number;
   /** Reset every open connection now. */
   dropAll(): void;
   /**
@@ -43,6 +48,7 @@ export interface TcpProxy {
 export async function startTcpProxy(targetPort: number, targetHost = "127.0.0.1"): Promise<TcpProxy> {
   const open = new Set<Socket>();
   const pairs = new Set<[Socket, Socket]>();
+  const frozen = new Set<Socket>();
   let partitioned = false;
   let silent = false;
   let accepted = 0;
@@ -66,6 +72,7 @@ export async function startTcpProxy(targetPort: number, targetHost = "127.0.0.1"
     const pair: [Socket, Socket] = [client, upstream];
     pairs.add(pair);
     const cleanup = (): void => {
+      frozen.delete(client);
       open.delete(client);
       open.delete(upstream);
       pairs.delete(pair);
@@ -81,22 +88,32 @@ export async function startTcpProxy(targetPort: number, targetHost = "127.0.0.1"
   const port = typeof address === "object" && address ? address.port : 0;
   const freezeAll = (): void => {
     for (const [c, u] of pairs) {
+      frozen.add(c);
       c.unpipe(u);
       u.unpipe(c);
-      // Keep reading (and discarding) so the peers' writes never block: only forwarding stops.
-      c.removeAllListeners("data").on("data", () => undefined);
-      u.removeAllListeners("data").on("data", () => undefined);
+      // Keep reading (and discarding) so the peers' writes never block and a peer's close is seen: only
+      // forwarding stops. unpipe() paused the sockets, and a new 'data' listener does not resume a paused one.
+      c.removeAllListeners("data")
+        .on("data", () => undefined)
+        .resume();
+      u.removeAllListeners("data")
+        .on("data", () => undefined)
+        .resume();
     }
     pairs.clear();
   };
   const dropAll = (): void => {
     for (const s of open) s.resetAndDestroy();
     open.clear();
+    frozen.clear();
   };
   return {
     port,
     get connections() {
       return accepted;
+    },
+    get frozen() {
+      return frozen.size;
     },
     dropAll,
     freezeAll,
