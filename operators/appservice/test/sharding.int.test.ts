@@ -5,7 +5,8 @@
  *   AppServices in 30 namespaces to convergence;
  * - kill -9 of one replica: its shards move to the others within lease duration + retries, and a change
  *   made meanwhile converges;
- * - scaling 3 → 5 replicas rebalances to at most ceil(16/5) each;
+ * - a replacement brings it back to three live replicas holding all 16 shards; two more (3 → 5)
+ *   rebalance to at most ceil(16/5) = 4 each, the new ones taking shards;
  * - throughout, no key is reconciled by two replicas at once: every replica logs each reconcile's
  *   wall-clock interval (debug line "reconcile done") and intervals of one key never overlap across
  *   replicas;
@@ -100,6 +101,11 @@ async function metrics(r: Replica): Promise<Sample[]> {
 
 function sum(samples: Sample[], name: string): number {
   return samples.filter((s) => s.name === name).reduce((a, s) => a + s.value, 0);
+}
+
+/** How many of the shards in `holders` (shard → identity) a replica holds. */
+function spreadOf(r: Replica, holders: string[]): number {
+  return holders.filter((id) => id === r.identity).length;
 }
 
 /** AppService objects and events a replica's informers received so far. */
@@ -365,16 +371,32 @@ describe("AppService operator, sharded", () => {
       );
       await eventually("changes made meanwhile converge", converged, 90_000, 1_000);
 
-      // Scale to 5 replicas: at most ceil(16/5) = 4 each.
-      await Promise.all([startReplica(), startReplica(), startReplica()]);
+      // Back to 3 live replicas holding all 16, then scale 3 → 5: at most ceil(16/5) = 4 each. The shards
+      // that move are requeued by their new holders at once, so the overlap check at the end covers
+      // the handovers.
+      await startReplica();
+      const threeSpread = await eventually(
+        "16 shards over 3 replicas again",
+        () => balanced(replicas, 6),
+        60_000,
+        250,
+      );
+      const three = [...replicas];
+      const scaledAt = performance.now();
+      await Promise.all([startReplica(), startReplica()]);
       const rebalanced = await eventually(
         "16 shards over 5 replicas, at most 4 each",
         () => balanced(replicas, 4),
         60_000,
         250,
       );
+      const perReplica = replicas.map((r) => rebalanced.filter((id) => id === r.identity).length);
       process.stderr.write(
-        `after scaling to 5: ${replicas.map((r) => rebalanced.filter((id) => id === r.identity).length).join(", ")}\n`,
+        `3 → 5 replicas: ${three.map((r) => spreadOf(r, threeSpread)).join(", ")} → ${perReplica.join(", ")} in ${((performance.now() - scaledAt) / 1000).toFixed(1)} s\n`,
+      );
+      assert.ok(
+        perReplica.slice(3).every((n) => n > 0),
+        `the two new replicas took shards: ${perReplica.join(", ")}`,
       );
       await Promise.all(
         namespaces.map((ns) =>
