@@ -159,6 +159,15 @@ describe("AppService operator, sharded", () => {
     return out;
   }
 
+  /** Holder identities of the heartbeat Leases (one per replica that has not stopped cleanly). */
+  async function heartbeats(): Promise<string[]> {
+    const leases = await env.client.list(Leases, {
+      namespace: project.namespace,
+      labelSelector: "opkit.dev/shard-role=member",
+    });
+    return leases.items.map((l) => l.spec?.holderIdentity ?? "").sort();
+  }
+
   /** Every shard held by one of `live`, at most `max` each. */
   async function balanced(live: Replica[], max: number): Promise<string[] | undefined> {
     const h = await holders();
@@ -407,6 +416,25 @@ describe("AppService operator, sharded", () => {
 
       const checked = assertNoOverlap(everyone);
       process.stderr.write(`${checked} reconcile intervals, none overlapping across replicas\n`);
+
+      // The killed replica's heartbeat is deleted by a live one once expired for 3 × the lease duration.
+      const collectedIn = await eventually(
+        "the killed replica's heartbeat Lease is collected",
+        async () => {
+          const ids = await heartbeats();
+          return ids.includes(victim.identity) ? undefined : (performance.now() - killedAt) / 1000;
+        },
+        (LEASE_SECONDS * 4 + 20) * 1000,
+        500,
+      );
+      assert.deepEqual(
+        await heartbeats(),
+        replicas.map((r) => r.identity).sort(),
+        "one heartbeat per live replica",
+      );
+      process.stderr.write(
+        `the killed replica's heartbeat was deleted ${collectedIn.toFixed(1)} s after the kill\n`,
+      );
       process.stderr.write(`sharded scenario took ${((performance.now() - started) / 1000).toFixed(1)} s\n`);
     }));
 
@@ -419,6 +447,7 @@ describe("AppService operator, sharded", () => {
         async () => (await holders()).every((id) => id === ""),
         30_000,
       );
+      assert.deepEqual(await heartbeats(), [], "replicas stopping cleanly delete their heartbeats");
       const client = await Promise.all([
         startReplica("client"),
         startReplica("client"),
