@@ -79,7 +79,7 @@ class MemoryLeases {
           throw new ConflictError(409, { reason: "Conflict" }, req);
         return write(obj);
       }) as ShardLeaseClient["update"],
-      delete: (async (_kind: KindRef, name: string, opts?: DeleteOptions) => {
+      delete: async (_kind: KindRef, name: string, opts?: DeleteOptions) => {
         this.deletes.push(name);
         this.beforeDelete?.(name);
         const cur = this.leases.get(name);
@@ -89,7 +89,7 @@ class MemoryLeases {
           throw new ConflictError(409, { reason: "Conflict" }, req);
         this.leases.delete(name);
         return {};
-      }) as NonNullable<ShardLeaseClient["delete"]>,
+      },
     };
   }
 
