@@ -148,11 +148,11 @@ clean:
 
 # The benchmarks of issue 13: opkit beside controller-runtime (the Go peer in bench/peers/go-appservice,
 # built once into the cache and rebuilt when its sources change) and client-node's informer, on an
-# `opkit env` named "bench" that the run starts and stops. FIGURES=queue,decode picks figures; BENCH_N,
+# `opkit env` named "bench" (BENCH_ENV) that the run starts and stops. FIGURES=queue,decode picks figures; BENCH_N,
 # BENCH_PODS and BENCH_REPS set sizes (see bench/run.ts). Writes bench/results/latest.json.
 BENCH_GO_BIN := $(OPKIT_CACHE_DIR)/bench/go-appservice
 GO_PEER_SRC  := $(wildcard bench/peers/go-appservice/*.go) bench/peers/go-appservice/go.mod bench/peers/go-appservice/go.sum
-export FIGURES BENCH_N BENCH_PODS BENCH_REPS BENCH_OUT BENCH_RATE BENCH_LATENCY_SECONDS
+export FIGURES BENCH_N BENCH_PODS BENCH_REPS BENCH_OUT BENCH_RATE BENCH_LATENCY_SECONDS BENCH_ENV
 
 $(BENCH_GO_BIN): $(GO_PEER_SRC)
 	@command -v go >/dev/null || { echo "make bench needs Go (1.26) on PATH for the controller-runtime peer"; exit 1; }

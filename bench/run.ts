@@ -7,7 +7,9 @@
  * Environment: FIGURES=a,b (default all), BENCH_N (AppServices for converge, default 1000),
  * BENCH_PODS (cache sizes, default "10000,50000"), BENCH_REPS (runs per side, default 2),
  * BENCH_RATE and BENCH_LATENCY_SECONDS (latency: updates/s, default 200, for 10 s),
- * BENCH_GO_BIN (the Go peer, built by make), BENCH_OUT (default bench/results/latest.json).
+ * BENCH_GO_BIN (the Go peer, built by make), BENCH_OUT (default bench/results/latest.json),
+ * BENCH_ENV (the env's name, default "bench"). The env runs with the ShardedListAndWatch feature gate
+ * (the shard figure's server-side filtering; the other figures do not use it).
  */
 import { execFileSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -20,11 +22,22 @@ import { runConverge } from "./lib/converge.ts";
 import { runCacheMemory } from "./lib/cachememory.ts";
 import { runFailover } from "./lib/failover.ts";
 import { runLatency } from "./lib/latency.ts";
+import { runShard } from "./lib/shard.ts";
 import { decodeEventsPerSecond, queueOpsPerSecond, recordStream } from "./lib/pure.ts";
 import { killAll } from "./lib/procs.ts";
 import { figure, markdownTable, selectFigures, type Figure, type Results } from "./lib/stats.ts";
 
-const ALL = ["queue", "decode", "cache-memory", "startup", "converge", "latency", "failover", "schedule"];
+const ALL = [
+  "queue",
+  "decode",
+  "cache-memory",
+  "startup",
+  "converge",
+  "latency",
+  "failover",
+  "shard",
+  "schedule",
+];
 const NOT_YET: Record<string, string> = {
   schedule: "not implemented yet (operators/scheduler binding 1,000 pods on 100 kwok nodes)",
 };
@@ -105,14 +118,17 @@ async function main(): Promise<void> {
       }),
     );
   }
-  const cluster = ["cache-memory", "startup", "converge", "latency", "failover"].filter((f) =>
+  const cluster = ["cache-memory", "startup", "converge", "latency", "failover", "shard"].filter((f) =>
     selected.includes(f),
   );
   if (cluster.length > 0) {
-    plane = new ControlPlane("bench");
+    const envName = env("BENCH_ENV", "bench");
+    plane = new ControlPlane(envName);
     ownEnv = !(await plane.isRunning());
-    log(ownEnv ? `starting env "bench"` : `using the running env "bench" (left running)`);
-    const up = await plane.up({ onProgress: (m) => log(m) });
+    log(ownEnv ? `starting env "${envName}"` : `using the running env "${envName}" (left running)`);
+    const up = await plane.up({ featureGates: "ShardedListAndWatch=true", onProgress: (m) => log(m) });
+    if (up.alreadyRunning && up.differences.length)
+      log(`the running env differs from the bench's settings: ${up.differences.join("; ")}`);
     const kubeconfig = up.kubeconfig;
     if (selected.includes("cache-memory") || selected.includes("startup")) {
       figures.push(
@@ -127,7 +143,7 @@ async function main(): Promise<void> {
         })),
       );
     }
-    if (["converge", "latency", "failover"].some((f) => selected.includes(f)))
+    if (["converge", "latency", "failover", "shard"].some((f) => selected.includes(f)))
       await installAppServiceCrd(kubeconfig, root);
     if (selected.includes("converge")) {
       figures.push(...(await runConverge({ kubeconfig, goBin, n, reps, root, log })));
@@ -139,6 +155,9 @@ async function main(): Promise<void> {
     }
     if (selected.includes("failover")) {
       figures.push(...(await runFailover({ kubeconfig, goBin, reps, root, log })));
+    }
+    if (selected.includes("shard")) {
+      figures.push(...(await runShard({ kubeconfig, goBin, n, reps, root, log })));
     }
   }
   for (const f of selected) if (NOT_YET[f]) skipped.push({ name: f, reason: NOT_YET[f] });
@@ -175,13 +194,18 @@ const results: Results = {
     node: process.version,
     go: goVersion(),
   },
-  command: `make bench${process.env.FIGURES ? ` FIGURES=${process.env.FIGURES}` : ""} BENCH_N=${n} BENCH_PODS=${podSizes.join(",")} BENCH_REPS=${reps}${process.env.BENCH_RATE ? ` BENCH_RATE=${process.env.BENCH_RATE}` : ""}`,
+  command: `make bench${process.env.FIGURES ? ` FIGURES=${process.env.FIGURES}` : ""}${process.env.BENCH_ENV ? ` BENCH_ENV=${process.env.BENCH_ENV}` : ""} BENCH_N=${n} BENCH_PODS=${podSizes.join(",")} BENCH_REPS=${reps}${process.env.BENCH_RATE ? ` BENCH_RATE=${process.env.BENCH_RATE}` : ""}`,
   figures,
   skipped,
 };
 mkdirSync(dirname(out), { recursive: true });
 writeFileSync(out, JSON.stringify(results, null, 2) + "\n");
 process.stdout.write(`${markdownTable(figures)}\n\n`);
+for (const f of figures)
+  if (f.parameters.perReplica !== undefined)
+    process.stdout.write(
+      `${f.name}: per replica ${String(f.parameters.perReplica)} vs ${f.peerValue ?? "–"} (${f.peer ?? ""}); ratio per replica ${String(f.parameters.ratioPerReplica)}\n`,
+    );
 for (const s of skipped) process.stdout.write(`not measured: ${s.name}: ${s.reason}\n`);
 process.stdout.write(
   `\n${results.machine.cores} cores, load ${results.machine.loadAverage.join(" ")}, Node ${results.machine.node}, ${results.machine.go}; ${results.durationSeconds} s; written to ${out}\n`,

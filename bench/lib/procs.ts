@@ -134,28 +134,37 @@ export function peakRss(pid: number): number {
 
 /**
  * The AppService operator, Go peer or opkit, with the same flags on both sides: metrics on
- * `metricsAddress` (default any free port), leader election when asked, the Go peer unthrottled.
+ * `metricsAddress` (default any free port), leader election when asked, the Go peer unthrottled;
+ * `args` are appended (e.g. opkit's `--shards`), `env` added to the environment.
  */
 export function startAppService(
   impl: "go" | "opkit",
   o: { kubeconfig: string; goBin: string; root: string },
-  opts: { leaderElect?: boolean; metricsAddress?: string } = {},
+  opts: { leaderElect?: boolean; metricsAddress?: string; args?: readonly string[] } = {},
+  env: Record<string, string> = {},
 ): Proc {
   const common = [
     ...(opts.leaderElect ? ["--leader-elect"] : []),
     ...(opts.metricsAddress ? ["--metrics-bind-address", opts.metricsAddress] : []),
   ];
   return impl === "go"
-    ? start(o.goBin, [...common, "--qps", "-1"], { env: { KUBECONFIG: o.kubeconfig } })
-    : start(process.execPath, [
-        join(o.root, "operators/appservice/src/main.ts"),
-        "--kubeconfig",
-        o.kubeconfig,
-        ...common,
-        ...(opts.metricsAddress ? [] : ["--metrics-bind-address", "0"]),
-        "--health-probe-bind-address",
-        "0",
-        "--log-format",
-        "json",
-      ]);
+    ? start(o.goBin, [...common, "--qps", "-1", ...(opts.args ?? [])], {
+        env: { KUBECONFIG: o.kubeconfig, ...env },
+      })
+    : start(
+        process.execPath,
+        [
+          join(o.root, "operators/appservice/src/main.ts"),
+          "--kubeconfig",
+          o.kubeconfig,
+          ...common,
+          ...(opts.metricsAddress ? [] : ["--metrics-bind-address", "0"]),
+          "--health-probe-bind-address",
+          "0",
+          "--log-format",
+          "json",
+          ...(opts.args ?? []),
+        ],
+        { env },
+      );
 }

@@ -5,7 +5,10 @@
  *   AppServices in 30 namespaces to convergence;
  * - kill -9 of one replica: its shards move to the others within lease duration + retries, and a change
  *   made meanwhile converges;
- * - scaling 3 → 5 replicas rebalances to at most ceil(16/5) each;
+ * - a replacement brings it back to three live replicas holding all 16 shards; two more (3 → 5)
+ *   rebalance to at most ceil(16/5) = 4 each, the new ones taking shards;
+ * - heartbeat Leases do not pile up: replicas stopping cleanly delete theirs, and the killed one's is
+ *   deleted by a live replica once expired for 3 × the lease duration;
  * - throughout, no key is reconciled by two replicas at once: every replica logs each reconcile's
  *   wall-clock interval (debug line "reconcile done") and intervals of one key never overlap across
  *   replicas;
@@ -102,6 +105,11 @@ function sum(samples: Sample[], name: string): number {
   return samples.filter((s) => s.name === name).reduce((a, s) => a + s.value, 0);
 }
 
+/** How many of the shards in `holders` (shard → identity) a replica holds. */
+function spreadOf(r: Replica, holders: string[]): number {
+  return holders.filter((id) => id === r.identity).length;
+}
+
 /** AppService objects and events a replica's informers received so far. */
 async function appReceived(r: Replica): Promise<number> {
   return sum(
@@ -117,6 +125,8 @@ describe("AppService operator, sharded", () => {
   const replicas: Replica[] = [];
   const everyone: Replica[] = [];
   const savedPodNamespace = process.env.POD_NAMESPACE;
+  // The replica killed in the first scenario; the second checks its heartbeat is collected.
+  let killed: { identity: string; at: number } | undefined;
 
   async function startReplica(filtering = "auto"): Promise<Replica> {
     const op = await project.start([
@@ -151,6 +161,15 @@ describe("AppService operator, sharded", () => {
       if (m) out[Number(m[1])] = l.spec?.holderIdentity ?? "";
     }
     return out;
+  }
+
+  /** Holder identities of the heartbeat Leases (one per replica that has not stopped cleanly). */
+  async function heartbeats(): Promise<string[]> {
+    const leases = await env.client.list(Leases, {
+      namespace: project.namespace,
+      labelSelector: "opkit.dev/shard-role=member",
+    });
+    return leases.items.map((l) => l.spec?.holderIdentity ?? "").sort();
   }
 
   /** Every shard held by one of `live`, at most `max` each. */
@@ -365,16 +384,32 @@ describe("AppService operator, sharded", () => {
       );
       await eventually("changes made meanwhile converge", converged, 90_000, 1_000);
 
-      // Scale to 5 replicas: at most ceil(16/5) = 4 each.
-      await Promise.all([startReplica(), startReplica(), startReplica()]);
+      // Back to 3 live replicas holding all 16, then scale 3 → 5: at most ceil(16/5) = 4 each. The shards
+      // that move are requeued by their new holders at once, so the overlap check at the end covers
+      // the handovers.
+      await startReplica();
+      const threeSpread = await eventually(
+        "16 shards over 3 replicas again",
+        () => balanced(replicas, 6),
+        60_000,
+        250,
+      );
+      const three = [...replicas];
+      const scaledAt = performance.now();
+      await Promise.all([startReplica(), startReplica()]);
       const rebalanced = await eventually(
         "16 shards over 5 replicas, at most 4 each",
         () => balanced(replicas, 4),
         60_000,
         250,
       );
+      const perReplica = replicas.map((r) => rebalanced.filter((id) => id === r.identity).length);
       process.stderr.write(
-        `after scaling to 5: ${replicas.map((r) => rebalanced.filter((id) => id === r.identity).length).join(", ")}\n`,
+        `3 → 5 replicas: ${three.map((r) => spreadOf(r, threeSpread)).join(", ")} → ${perReplica.join(", ")} in ${((performance.now() - scaledAt) / 1000).toFixed(1)} s\n`,
+      );
+      assert.ok(
+        perReplica.slice(3).every((n) => n > 0),
+        `the two new replicas took shards: ${perReplica.join(", ")}`,
       );
       await Promise.all(
         namespaces.map((ns) =>
@@ -385,6 +420,7 @@ describe("AppService operator, sharded", () => {
 
       const checked = assertNoOverlap(everyone);
       process.stderr.write(`${checked} reconcile intervals, none overlapping across replicas\n`);
+      killed = { identity: victim.identity, at: killedAt };
       process.stderr.write(`sharded scenario took ${((performance.now() - started) / 1000).toFixed(1)} s\n`);
     }));
 
@@ -396,6 +432,12 @@ describe("AppService operator, sharded", () => {
         "every shard released",
         async () => (await holders()).every((id) => id === ""),
         30_000,
+      );
+      const stopped = new Set(everyone.filter((r) => r.identity !== killed?.identity).map((r) => r.identity));
+      assert.deepEqual(
+        (await heartbeats()).filter((id) => stopped.has(id)),
+        [],
+        "replicas stopping cleanly delete their heartbeats",
       );
       const client = await Promise.all([
         startReplica("client"),
@@ -413,5 +455,21 @@ describe("AppService operator, sharded", () => {
         assert.ok(f.events >= NAMESPACES * PER_NAMESPACE, "every event reached every replica");
       }
       assertNoOverlap(everyone);
+      // A live replica deletes the killed one's heartbeat once expired for 3 × the lease duration
+      // (the survivors of the first scenario, or these, which start their count when they first see it).
+      if (killed) {
+        const { identity, at } = killed;
+        const seenGone = await eventually(
+          "the killed replica's heartbeat Lease is collected",
+          async () => ((await heartbeats()).includes(identity) ? undefined : (performance.now() - at) / 1000),
+          (LEASE_SECONDS * 4 + 20) * 1000,
+          500,
+        );
+        process.stderr.write(
+          `the killed replica's heartbeat was seen gone ${seenGone.toFixed(1)} s after the kill\n`,
+        );
+        const live = client.map((r) => r.identity).sort();
+        assert.deepEqual(await heartbeats(), live, "one heartbeat per live replica, no other");
+      }
     }));
 });

@@ -92,6 +92,14 @@ export class LeaseLock {
     return this.observed?.holderIdentity ?? "";
   }
 
+  /**
+   * The resourceVersion of the Lease as last read or written here (undefined before the first), e.g. as a
+   * precondition for deleting exactly the record this process saw.
+   */
+  resourceVersion(): string | undefined {
+    return this.lastLease?.metadata.resourceVersion;
+  }
+
   /** Whether the last observed record names us as holder (not whether it is still valid). */
   holdsObserved(): boolean {
     return this.observed?.holderIdentity === this.identity;

@@ -80,7 +80,11 @@ test("cluster-wide: exact least-privilege rules, merged and sorted", async () =>
   });
   const le = byKind(objs, "Role")[0] as unknown as Rules;
   assert.deepEqual(le.rules, [
-    { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["get", "list", "create", "update"] },
+    {
+      apiGroups: ["coordination.k8s.io"],
+      resources: ["leases"],
+      verbs: ["get", "list", "create", "update", "delete"],
+    },
   ]);
 });
 

@@ -271,8 +271,9 @@ export async function rbacFor(input: RbacInput): Promise<KubeObject[]> {
   }
   if (input.leaderElection ?? true) {
     const le = new RuleSet();
-    // list: sharded operators count live replicas from their heartbeat Leases.
-    le.add("coordination.k8s.io", "leases", ["get", "list", "create", "update"]);
+    // list: sharded operators count live replicas from their heartbeat Leases; delete: they remove their
+    // own heartbeat on a clean stop and those of replicas long gone.
+    le.add("coordination.k8s.io", "leases", ["get", "list", "create", "update", "delete"]);
     out.push(
       ...roleAndBinding(`${input.name}-leader-election`, input.namespace, le.rules(), subject, labels),
     );

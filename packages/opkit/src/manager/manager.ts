@@ -482,7 +482,12 @@ export class Manager {
       s.addReadyCheck("shards", () =>
         !this.sharding || this.sharding.router.ready()
           ? { ok: true }
-          : { ok: false, detail: "held shards' caches are still listing" },
+          : {
+              ok: false,
+              detail: this.sharding.router.filterError()
+                ? `applying the held shards' filters failed (retrying): ${this.sharding.router.filterError()}`
+                : "held shards' caches are still listing",
+            },
       );
     for (const [name, check] of this.readyChecks) s.addReadyCheck(name, check);
   }
@@ -501,6 +506,7 @@ export class Manager {
       if (this.elector && !this.leaderWorkStarted) await this.elector.stop({ release: false });
       // Hand every shard back once its in-flight reconciles finished, while the workers still run.
       await this.sharding?.coordinator.stop();
+      this.sharding?.router.stop();
       const drained = await Promise.all(this.controllers.map((c) => c.stop(grace)));
       const unfinished = this.controllers.filter((_, i) => !drained[i]).map((c) => c.name);
       if (!(await this.stopRunnables(grace))) unfinished.push("runnables");

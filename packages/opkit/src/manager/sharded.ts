@@ -112,6 +112,7 @@ export async function setupSharding(deps: {
     kinds,
     serverSide: mode === "server",
     logger,
+    clock: deps.clock,
     onActivated: (shard) => {
       for (const c of controllers) {
         const field = fields.get(c) as ShardKeyField;

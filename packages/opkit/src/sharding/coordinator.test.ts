@@ -6,6 +6,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { FakeClock } from "../clock/index.ts";
 import { ConflictError, NotFoundError } from "../client/errors.ts";
+import type { DeleteOptions } from "../client/client.ts";
 import type { KindRef, KubeList, KubeObject } from "../client/types.ts";
 import type { Lease } from "../client/builtins.ts";
 import {
@@ -21,6 +22,29 @@ const req = { method: "GET", path: "/leases" };
 class MemoryLeases {
   readonly leases = new Map<string, Lease>();
   rv = 0;
+  /** Names of Leases asked to be deleted, in order. */
+  readonly deletes: string[] = [];
+  /** Runs when a delete arrives, before its precondition is checked (a write racing the delete). */
+  beforeDelete: ((name: string) => void) | undefined;
+
+  /** A renewal by the holder itself (a new renewTime and resourceVersion), e.g. a replica cut off that is back. */
+  renew(name: string): void {
+    const l = this.leases.get(name);
+    if (!l) return;
+    this.leases.set(name, {
+      ...l,
+      metadata: { ...l.metadata, resourceVersion: String(++this.rv) },
+      spec: { ...l.spec, renewTime: `renewed-${this.rv}` },
+    });
+  }
+
+  /** The name of `identity`'s heartbeat Lease, undefined when there is none. */
+  heartbeatOf(identity: string): string | undefined {
+    for (const [name, l] of this.leases)
+      if (l.metadata.labels?.["opkit.dev/shard-role"] === "member" && l.spec?.holderIdentity === identity)
+        return name;
+    return undefined;
+  }
 
   client(): ShardLeaseClient {
     const clone = (l: Lease): Lease => structuredClone(l);
@@ -55,6 +79,17 @@ class MemoryLeases {
           throw new ConflictError(409, { reason: "Conflict" }, req);
         return write(obj);
       }) as ShardLeaseClient["update"],
+      delete: async (_kind: KindRef, name: string, opts?: DeleteOptions) => {
+        this.deletes.push(name);
+        this.beforeDelete?.(name);
+        const cur = this.leases.get(name);
+        if (!cur) throw new NotFoundError(404, { reason: "NotFound" }, req);
+        const rv = opts?.preconditions?.resourceVersion;
+        if (rv !== undefined && rv !== cur.metadata.resourceVersion)
+          throw new ConflictError(409, { reason: "Conflict" }, req);
+        this.leases.delete(name);
+        return {};
+      },
     };
   }
 
@@ -212,8 +247,56 @@ describe("shard coordination", () => {
     );
     for (const r of everyone) assert.ok(r.working.size <= 4, `${r.id} holds ${r.working.size} > ceil(16/5)`);
 
-    // A graceful stop hands everything back at once.
+    // A graceful stop hands everything back at once and deletes the heartbeats.
     await Promise.all(everyone.map((r) => r.coordinator.stop()));
     assert.deepEqual(store.holders(16), Array(16).fill(""));
+    const members = [...store.leases.values()].filter(
+      (l) => l.metadata.labels?.["opkit.dev/shard-role"] === "member",
+    );
+    assert.deepEqual(
+      members.map((l) => l.spec?.holderIdentity),
+      [],
+      "no heartbeat Lease left after the graceful stops (the killed replica's was collected)",
+    );
+  });
+
+  it("deletes a dead replica's heartbeat only well after it expired, and never one renewed meanwhile", async () => {
+    const clock = new FakeClock(1_000_000);
+    const store = new MemoryLeases();
+    const [a, b, c] = ["a", "bb", "ccc"].map((id) => new Replica(id, store, clock, 4)) as [
+      Replica,
+      Replica,
+      Replica,
+    ];
+    for (const r of [a, b, c]) r.start();
+    await advance(clock, 5_000, () => undefined);
+    const bHeartbeat = store.heartbeatOf("bb") as string;
+    const cHeartbeat = store.heartbeatOf("ccc") as string;
+    assert.ok(bHeartbeat && cHeartbeat, "every replica has a heartbeat Lease");
+
+    // b and c are killed: their heartbeats stop changing. Lease 6 s, grace 3 × 6 s.
+    for (const r of [b, c]) r.coordinator["stopped"] = true;
+    // c comes back (its renewal lands) just as a's delete of its heartbeat arrives.
+    store.beforeDelete = (name) => {
+      if (name === cHeartbeat) store.renew(name);
+    };
+    await advance(clock, 20_000, () => undefined);
+    assert.ok(store.leases.has(bHeartbeat), "not deleted 20 s after the last renewal (< 6 s + 18 s)");
+    assert.equal(a.coordinator.held().length, 4, "the survivor took every shard meanwhile");
+    await advance(clock, 6_000, () => undefined);
+    assert.ok(!store.leases.has(bHeartbeat), "deleted once expired for longer than the grace");
+    assert.ok(store.deletes.includes(cHeartbeat), "the delete of c's heartbeat was tried");
+    assert.ok(store.leases.has(cHeartbeat), "c renewed before the delete arrived: the precondition kept it");
+    store.beforeDelete = undefined;
+    // c's renewal counts as a change: its grace starts over.
+    const tries = store.deletes.filter((n) => n === cHeartbeat).length;
+    await advance(clock, 20_000, () => undefined);
+    assert.equal(store.deletes.filter((n) => n === cHeartbeat).length, tries, "no delete before the grace");
+    await advance(clock, 6_000, () => undefined);
+    assert.ok(!store.leases.has(cHeartbeat), "then it is collected");
+    assert.ok(store.leases.has(store.heartbeatOf("a") ?? "-"), "the live replica's own heartbeat stays");
+
+    await a.coordinator.stop();
+    assert.equal(store.heartbeatOf("a"), undefined, "a clean stop deletes its own heartbeat");
   });
 });

@@ -10,7 +10,10 @@
  *   dispatched any more, in-flight reconciles of it finished) before the Lease is released, and a new
  *   holder starts only after that release or after the Lease expired;
  * - a held shard whose Lease cannot be renewed for the renew deadline (shorter than the lease duration)
- *   or that another replica took is `lost`: its work must stop at once.
+ *   or that another replica took is `lost`: its work must stop at once;
+ * - heartbeats do not pile up: a replica stopping cleanly deletes its own, and a live replica deletes
+ *   one that has stayed expired for a grace period well beyond its duration, guarded by the
+ *   resourceVersion it saw, so a replica that renews meanwhile keeps its heartbeat.
  *
  * Every timer runs on the injected clock. It knows nothing of controllers or caches: callers act on
  * the callbacks.
@@ -19,6 +22,7 @@ import { createHash } from "node:crypto";
 import type { KubeClient } from "../client/client.ts";
 import { Leases, type Lease } from "../client/builtins.ts";
 import { LeaseLock } from "../client/lease.ts";
+import { ConflictError, NotFoundError } from "../client/errors.ts";
 import { realClock, type Clock, type TimerHandle } from "../clock/index.ts";
 import type { Logger } from "../logging/index.ts";
 
@@ -27,8 +31,12 @@ export const SHARD_GROUP_LABEL = "opkit.dev/shard-group";
 /** The label telling heartbeat Leases ("member") from shard Leases ("shard"). */
 export const SHARD_ROLE_LABEL = "opkit.dev/shard-role";
 
-/** The part of KubeClient shard coordination uses: get, list, create and update of Leases. */
-export type ShardLeaseClient = Pick<KubeClient, "get" | "create" | "update" | "list">;
+/**
+ * The part of KubeClient shard coordination uses: get, list, create and update of Leases, and delete
+ * to remove heartbeats (without it, heartbeats are released instead and dead ones stay).
+ */
+export type ShardLeaseClient = Pick<KubeClient, "get" | "create" | "update" | "list"> &
+  Partial<Pick<KubeClient, "delete">>;
 
 /** What a ShardCoordinator tells its user about the shards it holds. */
 export interface ShardCallbacks {
@@ -69,6 +77,11 @@ export interface ShardCoordinatorOptions {
   renewDeadlineMs?: number;
   /** Interval between rounds of renewals, membership reads and acquisitions (default 2 s). */
   retryPeriodMs?: number;
+  /**
+   * How long another replica's heartbeat Lease must have stayed expired (unchanged past its duration,
+   * on this replica's clock) before this replica deletes it (default 3 × leaseDuration).
+   */
+  deadMemberGraceMs?: number;
   /** Monotonic time for expiry and timers. */
   clock?: Clock;
   /** Wall time written into the Leases (informational). */
@@ -125,6 +138,7 @@ export class ShardCoordinator {
   private readonly leaseDurationMs: number;
   private readonly renewDeadlineMs: number;
   private readonly retryPeriodMs: number;
+  private readonly deadMemberGraceMs: number;
   private readonly clock: Clock;
   private readonly random: () => number;
   private readonly metrics: ShardMetricsSink | undefined;
@@ -148,6 +162,7 @@ export class ShardCoordinator {
     this.leaseDurationMs = options.leaseDurationMs ?? 15_000;
     this.renewDeadlineMs = options.renewDeadlineMs ?? 10_000;
     this.retryPeriodMs = options.retryPeriodMs ?? 2_000;
+    this.deadMemberGraceMs = options.deadMemberGraceMs ?? 3 * this.leaseDurationMs;
     this.clock = options.clock ?? realClock;
     this.random = options.random ?? Math.random;
     this.metrics = options.metrics;
@@ -156,6 +171,8 @@ export class ShardCoordinator {
       throw new ShardConfigError(`shards.count must be a whole number from 1 to 4096, got ${this.count}`);
     if (!this.identity) throw new ShardConfigError("identity must not be empty");
     if (!(this.retryPeriodMs > 0)) throw new ShardConfigError("retryPeriod must be positive");
+    if (!(this.deadMemberGraceMs >= 0))
+      throw new ShardConfigError(`deadMemberGrace must not be negative, got ${this.deadMemberGraceMs}`);
     if (!(this.leaseDurationMs > this.renewDeadlineMs))
       throw new ShardConfigError(
         `leaseDuration (${this.leaseDurationMs} ms) must be greater than renewDeadline (${this.renewDeadlineMs} ms)`,
@@ -212,8 +229,8 @@ export class ShardCoordinator {
   }
 
   /**
-   * Stop taking shards, hand back every held shard (after `releasing` resolved for it) and the
-   * heartbeat, so successors need not wait for expiry.
+   * Stop taking shards, hand back every held shard (after `releasing` resolved for it) and delete the
+   * heartbeat, so successors need not wait for expiry and the others count one replica less at once.
    */
   async stop(): Promise<void> {
     if (this.stopped) return;
@@ -230,10 +247,60 @@ export class ShardCoordinator {
           await this.releaseShard(s);
         }),
     );
+    await this.removeHeartbeat();
+  }
+
+  /** Delete our heartbeat as last written (release it when this client cannot delete). */
+  private async removeHeartbeat(): Promise<void> {
+    const resourceVersion = this.heartbeat.resourceVersion();
     try {
-      await this.heartbeat.release();
+      if (this.client.delete && this.heartbeat.holdsObserved() && resourceVersion) {
+        await this.client.delete(Leases, this.heartbeat.name, {
+          namespace: this.namespace,
+          preconditions: { resourceVersion },
+        });
+        this.logger?.info({ lease: this.heartbeat.name }, "heartbeat lease deleted");
+      } else await this.heartbeat.release();
     } catch (err) {
-      this.logger?.warn({ err: String(err) }, "could not release the heartbeat lease");
+      if (err instanceof NotFoundError) return;
+      this.logger?.warn({ err: String(err) }, "could not remove the heartbeat lease");
+    }
+  }
+
+  /**
+   * Delete the heartbeat Leases of replicas gone for longer than their duration plus the grace, each
+   * guarded by the resourceVersion listed: a replica that renewed since (it was only cut off) makes the
+   * delete fail with a conflict and keeps its heartbeat.
+   */
+  private async collectDeadMembers(leases: Lease[]): Promise<void> {
+    // Forget heartbeats that are gone (deleted by another replica); an empty list may be a failed one.
+    if (leases.length > 0) {
+      const listed = new Set(leases.map((l) => l.metadata.name ?? ""));
+      for (const name of this.members.keys()) if (!listed.has(name)) this.members.delete(name);
+    }
+    const remove = this.client.delete?.bind(this.client);
+    if (!remove) return;
+    const now = this.clock.now();
+    for (const lease of leases) {
+      const name = lease.metadata.name ?? "";
+      if (lease.metadata.labels?.[SHARD_ROLE_LABEL] !== "member" || name === this.heartbeat.name) continue;
+      const seen = this.members.get(name);
+      const resourceVersion = lease.metadata.resourceVersion;
+      if (!seen || !resourceVersion || now - seen.at < seen.durationMs + this.deadMemberGraceMs) continue;
+      if (this.stopped) return;
+      try {
+        await remove(Leases, name, { namespace: this.namespace, preconditions: { resourceVersion } });
+        this.members.delete(name);
+        this.logger?.info(
+          { lease: name, holder: lease.spec?.holderIdentity ?? "", unchangedMs: Math.round(now - seen.at) },
+          "deleted the heartbeat lease of a replica gone",
+        );
+      } catch (err) {
+        if (err instanceof NotFoundError) this.members.delete(name);
+        else if (err instanceof ConflictError)
+          this.logger?.debug({ lease: name }, "heartbeat lease changed since listed; kept");
+        else this.logger?.warn({ lease: name, err: String(err) }, "could not delete a dead heartbeat lease");
+      }
     }
   }
 
@@ -299,6 +366,8 @@ export class ShardCoordinator {
           }
         }),
     );
+    if (this.stopped) return;
+    await this.collectDeadMembers(leases);
     if (this.stopped) return;
 
     const fair = fairShare(this.count, this.liveReplicas);

@@ -6,6 +6,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { InformerFilter } from "../cache/informer.ts";
+import { FakeClock } from "../clock/index.ts";
 import type { KindRef, KubeObject } from "../client/types.ts";
 import { ShardSpace } from "./hash.ts";
 import { ShardRouter, shardSelector } from "./router.ts";
@@ -97,5 +98,75 @@ describe("shard router", () => {
     cb.lost(2, "lease is held by someone else");
     assert.equal(inflight.signal.aborted, true);
     assert.equal(gate.admit(`${ns2}/b`), undefined);
+  });
+
+  it("retries a rejected filter swap with backoff, reports it, and activates the shard once it applied", async () => {
+    const clock = new FakeClock(0);
+    const attempts: number[] = [];
+    let failuresLeft = 3;
+    const cache = {
+      setFilter: async (): Promise<void> => {
+        attempts.push(clock.now());
+        await new Promise((r) => setImmediate(r));
+        if (failuresLeft-- > 0) throw new Error("list Things: 500 etcdserver: request timed out");
+      },
+    };
+    const activated: number[] = [];
+    const router = new ShardRouter({
+      count: 4,
+      cache,
+      kinds: [{ kind: Things, field: "namespace" }],
+      serverSide: true,
+      onActivated: (s) => activated.push(s),
+      clock,
+      retryInitialMs: 500,
+      retryMaxMs: 1_500,
+    });
+    const gate = router.gate((key) => router.space.shardOf(key.split("/")[0] ?? ""));
+    const ns1 = namespaceIn(router.space, 1);
+    failuresLeft = 0;
+    await router.initialize();
+    failuresLeft = 3;
+    attempts.length = 0;
+
+    router.callbacks().acquired(1);
+    await settle();
+    assert.deepEqual(attempts, [0]);
+    assert.equal(router.ready(), false, "not ready while the swap failed");
+    assert.match(router.filterError() ?? "", /etcdserver: request timed out/);
+    assert.equal(gate.admit(`${ns1}/a`), undefined, "no key of a shard whose caches do not hold it");
+    assert.deepEqual(activated, []);
+
+    // Backoff 500, 1000, then capped at 1500 ms; nothing before each is due.
+    for (const [wait, tries] of [
+      [499, 1],
+      [1, 2],
+      [999, 2],
+      [1, 3],
+      [1_499, 3],
+      [1, 4],
+    ] as const) {
+      clock.advance(wait);
+      await settle();
+      assert.equal(attempts.length, tries, `after ${clock.now()} ms: ${attempts.join(", ")}`);
+    }
+    assert.deepEqual(attempts, [0, 500, 1500, 3000]);
+    assert.equal(router.ready(), true, "ready once the retry applied the filter");
+    assert.equal(router.filterError(), undefined);
+    assert.deepEqual(activated, [1]);
+    assert.ok(gate.admit(`${ns1}/a`), "its keys are admitted now");
+
+    // No retry is left armed after success, and a stopped router never retries.
+    clock.advance(60_000);
+    await settle();
+    assert.equal(attempts.length, 4);
+    failuresLeft = 1;
+    router.callbacks().acquired(2);
+    await settle();
+    assert.equal(attempts.length, 5);
+    router.stop();
+    clock.advance(60_000);
+    await settle();
+    assert.equal(attempts.length, 5, "stopped: no more retries");
   });
 });

@@ -9,6 +9,9 @@
  * - A shard being handed back stops admitting keys at once, and `releasing` resolves only when its
  *   in-flight reconciles have finished — the coordinator releases the Lease after that.
  * - A lost shard stops admitting keys and aborts its in-flight reconciles' signals.
+ * - Applying the filters can fail (the cache rejects the swap): the error is logged and reported by
+ *   `filterError` (readiness shows it), and the application is retried with exponential backoff on the
+ *   injected clock until it succeeds; the shards it covers become active only then.
  *
  * It knows nothing of controllers: the gate it hands out has the shape the controller's KeyGate expects.
  */
@@ -17,6 +20,7 @@ import type { InformerFilter } from "../cache/informer.ts";
 import type { KubeClient } from "../client/client.ts";
 import { Leases } from "../client/builtins.ts";
 import type { DeepReadonly, KindRef, KubeObject } from "../client/types.ts";
+import { realClock, type Clock, type TimerHandle } from "../clock/index.ts";
 import type { Logger } from "../logging/index.ts";
 import type { ShardCallbacks } from "./coordinator.ts";
 import { ShardSpace, hex64 } from "./hash.ts";
@@ -54,6 +58,12 @@ export interface ShardRouterOptions {
   onActivated?: (shard: number) => void;
   /** Where activation and filter changes are logged. */
   logger?: Logger;
+  /** Timers of the retries after a failed filter application. */
+  clock?: Clock;
+  /** First delay before retrying a failed filter application (default 500 ms); doubles per failure. */
+  retryInitialMs?: number;
+  /** Longest delay between retries of a failed filter application (default 30 s). */
+  retryMaxMs?: number;
 }
 
 type State = "activating" | "active" | "draining";
@@ -121,6 +131,13 @@ export class ShardRouter {
   private readonly work = new Map<number, Work>();
   private applying: Promise<void> = Promise.resolve();
   private queued: Promise<void> | undefined;
+  private readonly clock: Clock;
+  private readonly retryInitialMs: number;
+  private readonly retryMaxMs: number;
+  private failures = 0;
+  private lastFilterError: string | undefined;
+  private retryTimer: TimerHandle | undefined;
+  private stopped = false;
 
   constructor(options: ShardRouterOptions) {
     this.space = new ShardSpace(options.count);
@@ -129,6 +146,9 @@ export class ShardRouter {
     this.serverSide = options.serverSide;
     this.onActivated = options.onActivated;
     this.logger = options.logger;
+    this.clock = options.clock ?? realClock;
+    this.retryInitialMs = options.retryInitialMs ?? 500;
+    this.retryMaxMs = options.retryMaxMs ?? 30_000;
   }
 
   /** The shard an object falls into by `field`. */
@@ -146,9 +166,24 @@ export class ShardRouter {
     return [...this.work.values()].every((w) => w.state !== "activating");
   }
 
+  /**
+   * Why the last application of the shard filters failed, while no later one succeeded (it is being
+   * retried); undefined when the filters are applied or applying.
+   */
+  filterError(): string | undefined {
+    return this.lastFilterError;
+  }
+
   /** Set the informer filters for no shard yet, before the cache starts. */
   initialize(): Promise<void> {
     return this.refilter();
+  }
+
+  /** Stop retrying and applying filters (the manager is stopping). */
+  stop(): void {
+    this.stopped = true;
+    if (this.retryTimer !== undefined) this.clock.clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
   }
 
   /**
@@ -183,12 +218,8 @@ export class ShardRouter {
       acquired: (shard) => {
         const w: Work = { state: "activating", inflight: 0, abort: new AbortController(), idle: [] };
         this.work.set(shard, w);
-        void this.refilter().then(() => {
-          if (this.work.get(shard) !== w || w.state !== "activating") return;
-          w.state = "active";
-          this.logger?.info({ shard }, "shard active: caches listed, reconciling its keys");
-          this.onActivated?.(shard);
-        });
+        // Active once a filter application that includes it succeeded (see refilter).
+        void this.refilter();
       },
       releasing: async (shard) => {
         const w = this.work.get(shard);
@@ -210,22 +241,65 @@ export class ShardRouter {
   }
 
   /**
-   * Apply the filters of the shards held now to every sharded kind. Calls that arrive while one is
-   * applying are folded into one next application, so a burst of acquisitions costs one relist.
+   * Apply the filters of the shards held now to every sharded kind; on success, the shards it covered
+   * that are still activating become active. Calls that arrive while one is applying are folded into
+   * one next application, so a burst of acquisitions costs one relist. Never rejects: a failure is
+   * logged, kept for `filterError` and retried with backoff.
    */
   private refilter(): Promise<void> {
     if (this.queued) return this.queued;
     const next = this.applying.then(async () => {
       this.queued = undefined;
-      const shards = new Set(this.work.keys());
-      await Promise.all(this.kinds.map((k) => this.cache.setFilter(k.kind, this.filter(k.field, shards))));
+      if (this.stopped) return;
+      const applied = new Map(this.work);
+      const shards = new Set(applied.keys());
+      try {
+        await Promise.all(this.kinds.map((k) => this.cache.setFilter(k.kind, this.filter(k.field, shards))));
+      } catch (err) {
+        this.failed(err);
+        return;
+      }
+      this.succeeded();
       this.logger?.debug({ shards: [...shards].sort((a, b) => a - b) }, "informer filters applied");
+      for (const [shard, w] of applied) {
+        if (this.work.get(shard) !== w || w.state !== "activating") continue;
+        w.state = "active";
+        this.logger?.info({ shard }, "shard active: caches listed, reconciling its keys");
+        try {
+          this.onActivated?.(shard);
+        } catch (err) {
+          this.logger?.error({ shard, err: String(err) }, "queueing an activated shard's keys failed");
+        }
+      }
     });
     this.queued = next;
-    this.applying = next.catch((err: unknown) =>
-      this.logger?.error({ err: String(err) }, "applying shard filters failed"),
-    );
+    this.applying = next;
     return next;
+  }
+
+  private failed(err: unknown): void {
+    this.failures++;
+    this.lastFilterError = err instanceof Error ? err.message : String(err);
+    const delayMs = Math.min(this.retryMaxMs, this.retryInitialMs * 2 ** Math.min(this.failures - 1, 30));
+    const waiting = [...this.work].filter(([, w]) => w.state === "activating").map(([s]) => s);
+    this.logger?.error(
+      { err: this.lastFilterError, failures: this.failures, retryInMs: delayMs, notActive: waiting },
+      "applying shard filters failed; retrying",
+    );
+    if (this.stopped || this.retryTimer !== undefined) return;
+    this.retryTimer = this.clock.setTimeout(() => {
+      this.retryTimer = undefined;
+      void this.refilter();
+    }, delayMs);
+  }
+
+  private succeeded(): void {
+    if (this.failures > 0)
+      this.logger?.info({ failures: this.failures }, "shard filters applied after failures");
+    this.failures = 0;
+    this.lastFilterError = undefined;
+    if (this.retryTimer !== undefined) this.clock.clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
   }
 
   private filter(field: ShardKeyField, shards: ReadonlySet<number>): InformerFilter {
