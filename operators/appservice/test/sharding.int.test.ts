@@ -332,9 +332,11 @@ describe("AppService operator, sharded", () => {
       process.stderr.write(`server-side filtering, per replica: ${JSON.stringify(serverFigures)}\n`);
       const totalCached = serverFigures.reduce((a, f) => a + f.cached, 0);
       for (const f of serverFigures) {
+        // An AppService, its Deployment and its Service per key it holds (how many depends on how the
+        // namespaces hash, so a fixed share of the total would be flaky).
         assert.ok(
-          f.cached < totalCached * 0.6,
-          `a replica caches only its shards: ${f.cached} of ${totalCached}`,
+          f.cached < totalCached && f.cached <= f.appServices * 3 + 20,
+          `a replica caches only its shards: ${f.cached} of ${totalCached} for its ${f.appServices} AppServices`,
         );
         assert.ok(f.appServices > 0, "opkit_shard_keys counts its AppServices");
         // Its own shards' changes (about one per AppService it holds, plus a few status writes still
@@ -407,9 +409,11 @@ describe("AppService operator, sharded", () => {
       process.stderr.write(
         `3 → 5 replicas: ${three.map((r) => spreadOf(r, threeSpread)).join(", ")} → ${perReplica.join(", ")} in ${((performance.now() - scaledAt) / 1000).toFixed(1)} s\n`,
       );
+      // ceil(16/5) = 4 each: the three old replicas keep at most 12, so the new ones hold at least 4 between
+      // them (4,4,4,4,0 is as fair as 4,4,4,2,2 under that rule; which one depends on who asks first).
       assert.ok(
-        perReplica.slice(3).every((n) => n > 0),
-        `the two new replicas took shards: ${perReplica.join(", ")}`,
+        (perReplica[3] ?? 0) + (perReplica[4] ?? 0) >= 4,
+        `the new replicas took the shards the old ones handed back: ${perReplica.join(", ")}`,
       );
       await Promise.all(
         namespaces.map((ns) =>
@@ -451,7 +455,10 @@ describe("AppService operator, sharded", () => {
       process.stderr.write(`client-side filtering, per replica: ${JSON.stringify(figures)}\n`);
       const cached = figures.reduce((a, f) => a + f.cached, 0);
       for (const f of figures) {
-        assert.ok(f.cached < cached * 0.6, "the cache still holds only the replica's shards");
+        assert.ok(
+          f.cached < cached && f.cached <= f.appServices * 3 + 20,
+          `the cache still holds only the replica's shards: ${f.cached} of ${cached} for its ${f.appServices} AppServices`,
+        );
         assert.ok(f.events >= NAMESPACES * PER_NAMESPACE, "every event reached every replica");
       }
       assertNoOverlap(everyone);
