@@ -137,6 +137,7 @@ export class ShardCoordinator {
   private timer: TimerHandle | undefined;
   private tickRunning: Promise<void> | undefined;
   private stopped = true;
+  private stopping: Promise<void> | undefined;
   private liveReplicas = 1;
 
   constructor(options: ShardCoordinatorOptions) {
@@ -207,31 +208,42 @@ export class ShardCoordinator {
   start(callbacks: ShardCallbacks): void {
     if (!this.stopped) return;
     this.stopped = false;
+    this.stopping = undefined;
     this.callbacks = callbacks;
     this.schedule(0);
   }
 
   /**
    * Stop taking shards, hand back every held shard (after `releasing` resolved for it) and the
-   * heartbeat, so successors need not wait for expiry.
+   * heartbeat, so successors need not wait for expiry. Until a shard's `releasing` resolved its Lease is
+   * still renewed, however long that takes: a successor never starts while its work may still run.
    */
-  async stop(): Promise<void> {
+  stop(): Promise<void> {
+    this.stopping ??= this.drainAndStop();
+    return this.stopping;
+  }
+
+  private async drainAndStop(): Promise<void> {
     if (this.stopped) return;
-    this.stopped = true;
     if (this.timer !== undefined) this.clock.clearTimeout(this.timer);
+    this.timer = undefined;
     await this.tickRunning;
-    const callbacks = this.callbacks;
-    await Promise.all(
-      this.shards
-        .filter((s) => s.state !== "free")
-        .map(async (s) => {
-          if (s.state === "held") await callbacks?.releasing(s.index);
-          else await s.drain;
-          await this.releaseShard(s);
-        }),
-    );
+    const callbacks = this.callbacks as ShardCallbacks;
+    for (const s of this.shards) if (s.state === "held") this.beginRelease(s, callbacks);
+    // Rounds go on without acquisitions: they renew the shards still draining, release the drained
+    // ones and notice losses, until every shard is free.
+    while (this.shards.some((s) => s.state !== "free")) {
+      let timer: TimerHandle | undefined;
+      await Promise.race([
+        ...this.shards.filter((s) => s.state === "draining" && !s.drained).map((s) => s.drain),
+        new Promise<void>((resolve) => (timer = this.clock.setTimeout(resolve, this.retryPeriodMs))),
+      ]);
+      if (timer !== undefined) this.clock.clearTimeout(timer);
+      await this.tick();
+    }
+    this.stopped = true;
     try {
-      await this.heartbeat.release();
+      await this.bounded(this.clock.now() + this.renewDeadlineMs, (signal) => this.heartbeat.release(signal));
     } catch (err) {
       this.logger?.warn({ err: String(err) }, "could not release the heartbeat lease");
     }
@@ -247,7 +259,7 @@ export class ShardCoordinator {
   private schedule(delayMs: number): void {
     this.timer = this.clock.setTimeout(() => {
       void this.tick().then(() => {
-        if (!this.stopped) this.schedule(this.retryPeriodMs);
+        if (!this.stopped && !this.stopping) this.schedule(this.retryPeriodMs);
       });
     }, delayMs);
   }
@@ -255,38 +267,91 @@ export class ShardCoordinator {
   private async round(): Promise<void> {
     if (this.stopped) return;
     const callbacks = this.callbacks as ShardCallbacks;
-    await this.heartbeat.tryAcquireOrRenew();
-    let leases: Lease[];
+    // Renewals do not wait for the heartbeat or the list: a hung request there must not keep a held
+    // shard from being renewed, or from being given up at its renew deadline.
+    const [leases] = await Promise.all([this.readMembership(), this.renewHeld(callbacks)]);
+    this.observe(leases, this.clock.now());
+    if (this.stopped || this.stopping) return;
+
+    const fair = fairShare(this.count, this.liveReplicas);
+    const held = this.shards.filter((s) => s.state === "held");
+    const draining = this.shards.filter((s) => s.state === "draining").length;
+    if (held.length > fair) {
+      // Hand back the highest-numbered extras; each is released once its work has stopped.
+      for (const s of held.slice(fair)) this.beginRelease(s, callbacks);
+    } else if (held.length + draining < fair) {
+      const candidates = this.shards.filter((s) => s.state === "free" && s.lock.takeable(this.clock.now()));
+      shuffle(candidates, this.random);
+      let want = fair - held.length - draining;
+      // Acquisitions get one retry period in all, so the next round's renewals are never late for them.
+      const phaseEnd = this.clock.now() + this.retryPeriodMs;
+      for (const s of candidates) {
+        if (want <= 0 || this.stopped || this.clock.now() >= phaseEnd) break;
+        const attemptAt = this.clock.now();
+        if (!(await this.bounded(phaseEnd, (signal) => s.lock.tryAcquireOrRenew(signal)))) continue;
+        s.state = "held";
+        s.drained = false;
+        s.lastRenew = attemptAt;
+        want--;
+        this.logger?.info({ shard: s.index, replicas: this.liveReplicas, fair }, "shard acquired");
+        this.metrics?.handover("acquired");
+        this.reportHeld();
+        try {
+          callbacks.acquired(s.index);
+        } catch (err) {
+          this.logger?.error({ err: String(err) }, "shard acquired callback failed");
+        }
+      }
+    }
+  }
+
+  /**
+   * Renew the heartbeat and list the group's Leases, both within one retry period: the round (and so
+   * the next renewal of held shards) never waits longer for them.
+   */
+  private async readMembership(): Promise<Lease[]> {
+    const deadline = this.clock.now() + this.retryPeriodMs;
+    await this.bounded(deadline, (signal) => this.heartbeat.tryAcquireOrRenew(signal));
     try {
-      leases = (
-        await this.client.list(Leases, {
+      const list = await this.bounded(deadline, (signal) =>
+        this.client.list(Leases, {
           namespace: this.namespace,
           labelSelector: `${SHARD_GROUP_LABEL}=${this.group}`,
-        })
-      ).items;
+          signal,
+        }),
+      );
+      if (list === false) throw new Error(`no answer within ${this.retryPeriodMs} ms`);
+      return list.items;
     } catch (err) {
       this.logger?.warn({ err: String(err) }, "could not list shard leases; renewing only");
-      leases = [];
+      return [];
     }
-    const now = this.clock.now();
-    this.observe(leases, now);
+  }
 
-    // Renew what we hold; release what finished draining; notice what we lost.
+  /**
+   * Renew what we hold; release what finished draining; notice what we lost. Each renewal must land
+   * before its shard's renew deadline, counted from when the last successful renewal was *sent* (its
+   * write happened after that, so others count the lease duration from later): a request that hangs
+   * is abandoned then and the shard is lost, before anyone else can take it.
+   */
+  private async renewHeld(callbacks: ShardCallbacks): Promise<void> {
     await Promise.all(
       this.shards
         .filter((s) => s.state !== "free")
         .map(async (s) => {
           if (s.state === "draining" && s.drained) return this.releaseShard(s);
-          if (await s.lock.tryAcquireOrRenew()) {
-            s.lastRenew = this.clock.now();
+          const attemptAt = this.clock.now();
+          const deadline = s.lastRenew + this.renewDeadlineMs;
+          if (await this.bounded(deadline, (signal) => s.lock.tryAcquireOrRenew(signal))) {
+            s.lastRenew = attemptAt;
             return;
           }
           const holder = s.lock.holder();
           const taken = holder !== "" && holder !== this.identity;
-          if (taken || this.clock.now() - s.lastRenew >= this.renewDeadlineMs) {
+          if (taken || this.clock.now() >= deadline) {
             const reason = taken
               ? `lease is held by ${holder}`
-              : `not renewed within ${this.renewDeadlineMs} ms: ${s.lock.lastError || "unknown error"}`;
+              : `not renewed within ${this.renewDeadlineMs} ms: ${s.lock.lastError || "no answer in time"}`;
             s.state = "free";
             this.logger?.error({ shard: s.index, reason }, "shard lost");
             this.metrics?.handover("lost");
@@ -299,34 +364,28 @@ export class ShardCoordinator {
           }
         }),
     );
-    if (this.stopped) return;
+  }
 
-    const fair = fairShare(this.count, this.liveReplicas);
-    const held = this.shards.filter((s) => s.state === "held");
-    const draining = this.shards.filter((s) => s.state === "draining").length;
-    if (held.length > fair) {
-      // Hand back the highest-numbered extras; each is released once its work has stopped.
-      for (const s of held.slice(fair)) this.beginRelease(s, callbacks);
-    } else if (held.length + draining < fair) {
-      const candidates = this.shards.filter((s) => s.state === "free" && s.lock.takeable(this.clock.now()));
-      shuffle(candidates, this.random);
-      let want = fair - held.length - draining;
-      for (const s of candidates) {
-        if (want <= 0 || this.stopped) break;
-        if (!(await s.lock.tryAcquireOrRenew())) continue;
-        s.state = "held";
-        s.drained = false;
-        s.lastRenew = this.clock.now();
-        want--;
-        this.logger?.info({ shard: s.index, replicas: this.liveReplicas, fair }, "shard acquired");
-        this.metrics?.handover("acquired");
-        this.reportHeld();
-        try {
-          callbacks.acquired(s.index);
-        } catch (err) {
-          this.logger?.error({ err: String(err) }, "shard acquired callback failed");
-        }
-      }
+  /**
+   * `attempt` with a signal that aborts at monotonic `deadline`; false when the deadline came first
+   * (whether or not the request honoured the signal).
+   */
+  private async bounded<T>(
+    deadline: number,
+    attempt: (signal: AbortSignal) => Promise<T>,
+  ): Promise<T | false> {
+    const abort = new AbortController();
+    let timer: TimerHandle | undefined;
+    const expired = new Promise<false>((resolve) => {
+      timer = this.clock.setTimeout(() => {
+        abort.abort(new Error("lease deadline passed"));
+        resolve(false);
+      }, deadline - this.clock.now());
+    });
+    try {
+      return await Promise.race([attempt(abort.signal), expired]);
+    } finally {
+      if (timer !== undefined) this.clock.clearTimeout(timer);
     }
   }
 
@@ -345,7 +404,10 @@ export class ShardCoordinator {
 
   private async releaseShard(s: Shard): Promise<void> {
     try {
-      await s.lock.release();
+      const released = await this.bounded(s.lastRenew + this.renewDeadlineMs, (signal) =>
+        s.lock.release(signal),
+      );
+      if (released === false) throw new Error("no answer within the renew deadline");
       this.logger?.info({ shard: s.index }, "shard released");
     } catch (err) {
       this.logger?.warn({ shard: s.index, err: String(err) }, "releasing a shard failed; it expires instead");
