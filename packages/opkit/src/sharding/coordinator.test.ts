@@ -216,4 +216,21 @@ describe("shard coordination", () => {
     await Promise.all(everyone.map((r) => r.coordinator.stop()));
     assert.deepEqual(store.holders(16), Array(16).fill(""));
   });
+
+  it("a replica restarted with the same identity takes back the shard Leases that still name it", async () => {
+    const clock = new FakeClock(1_000_000);
+    const store = new MemoryLeases();
+    const first = new Replica("op-0", store, clock, 2);
+    first.start();
+    await advance(clock, 3_000, () => undefined);
+    assert.equal(first.working.size, 2);
+    // It crashes: its Leases still name it. A new process with the same identity (a StatefulSet pod)
+    // starts, alone: nobody else will ever take those Leases.
+    first.coordinator["stopped"] = true;
+    const second = new Replica("op-0", store, clock, 2);
+    second.start();
+    await advance(clock, 20_000, () => undefined);
+    assert.deepEqual([...second.working].sort(), [0, 1]);
+    assert.deepEqual(store.holders(2), ["op-0", "op-0"]);
+  });
 });

@@ -280,7 +280,11 @@ export class ShardCoordinator {
       // Hand back the highest-numbered extras; each is released once its work has stopped.
       for (const s of held.slice(fair)) this.beginRelease(s, callbacks);
     } else if (held.length + draining < fair) {
-      const candidates = this.shards.filter((s) => s.state === "free" && s.lock.takeable(this.clock.now()));
+      // A Lease that still names us (a restart with a fixed identity, or an attempt abandoned at its
+      // deadline that landed anyway) is ours to renew, as client-go's elector renews its own record.
+      const candidates = this.shards.filter(
+        (s) => s.state === "free" && (s.lock.takeable(this.clock.now()) || s.lock.holdsObserved()),
+      );
       shuffle(candidates, this.random);
       let want = fair - held.length - draining;
       // Acquisitions get one retry period in all, so the next round's renewals are never late for them.
