@@ -1,0 +1,94 @@
+/**
+ * A sharded Manager in process, against opkit env: a replica whose shard Lease another holder takes
+ * while a slow reconcile of that shard runs (and ignores its signal) stops the shard at once and writes
+ * nothing for it afterwards, Events included: the new holder may already be reconciling the same key.
+ */
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { KubeClient } from "../client/client.ts";
+import { NotFoundError } from "../client/errors.ts";
+import { EventsV1 } from "../events/recorder.ts";
+import { kindRef, type KubeObject } from "../client/types.ts";
+import { controller } from "../controller/index.ts";
+import { useTestEnv, type TestEnv } from "../testenv/testing.ts";
+import { eventually } from "../testenv/eventually.ts";
+import { takeOverLease } from "./testdata/takeover.ts";
+import { createLogger } from "../logging/index.ts";
+import { Manager } from "./manager.ts";
+
+const ConfigMaps = kindRef<KubeObject>("v1", "ConfigMap");
+
+describe("sharded manager", () => {
+  let env: TestEnv;
+  before(async () => {
+    env = await useTestEnv();
+  });
+  after(async () => {
+    await env?.cleanup();
+  });
+
+  it("a replica whose shard Lease is taken during a slow reconcile writes nothing for it after, Events included", async (t) => {
+    const ns = await env.namespace("shard-taken");
+    const client = await KubeClient.load({ kubeconfig: env.kubeconfigPath });
+    let started = 0;
+    let abortedAt = 0;
+    let lateWrite: unknown;
+    const mgr = await Manager.create({
+      client,
+      name: "taken",
+      logger: createLogger({ name: "taken", level: "silent" }),
+      metrics: false,
+      health: false,
+      cache: { namespace: ns },
+      gracefulShutdownMs: 10_000,
+      shards: {
+        count: 1,
+        namespace: ns,
+        name: "taken",
+        leaseDurationMs: 3_000,
+        renewDeadlineMs: 2_000,
+        retryPeriodMs: 500,
+        filtering: "client",
+      },
+    });
+    mgr.add(
+      controller("slow")
+        .for(ConfigMaps)
+        .reconcile(async (req, ctx) => {
+          if (req.name !== "trigger") return;
+          started++;
+          ctx.signal.addEventListener("abort", () => (abortedAt = Date.now()), { once: true });
+          const cm = ctx.cache.get(ConfigMaps, req.name, { namespace: req.namespace });
+          // Ignores ctx.signal, then writes as if it still held the shard: an Event and an object.
+          await new Promise((r) => setTimeout(r, 3_000));
+          if (cm) await ctx.recorder.record(cm, { type: "Normal", reason: "LateWrite", action: "Reconcile" });
+          await ctx.client
+            .create({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "late", namespace: ns } })
+            .catch((err: unknown) => (lateWrite = err));
+        }),
+    );
+    t.after(() => mgr.stop());
+    await mgr.start();
+    await env.client.create({
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: "trigger", namespace: ns },
+    });
+    await eventually("the slow reconcile started", () => started > 0, 30_000, 50);
+    await takeOverLease(env.client, ns, "taken-shard-0");
+    const takenAt = Date.now();
+    await eventually("the reconcile's signal aborted", () => abortedAt > 0, 5_000, 20);
+    t.diagnostic(`signal aborted ${abortedAt - takenAt} ms after the shard Lease was taken (retry 0.5 s)`);
+    assert.ok(abortedAt - takenAt <= 500 + 1_000, "aborted within a retry period + 1 s");
+    await eventually("the late create was refused", () => lateWrite !== undefined, 10_000, 50);
+    await new Promise((r) => setTimeout(r, 500));
+    const events = await env.client.list(EventsV1, { namespace: ns });
+    assert.deepEqual(
+      events.items.filter((e) => e.reason === "LateWrite").map((e) => e.note ?? e.reason),
+      [],
+      "no Event recorded after the shard was lost",
+    );
+    await assert.rejects(env.client.get(ConfigMaps, "late", { namespace: ns }), NotFoundError);
+    assert.equal(started, 1, "the key was not reconciled again while another holder has the shard");
+  });
+});
