@@ -233,4 +233,36 @@ describe("shard coordination", () => {
     assert.deepEqual([...second.working].sort(), [0, 1]);
     assert.deepEqual(store.holders(2), ["op-0", "op-0"]);
   });
+
+  it("a replica whose heartbeat Lease cannot be written keeps its renewed shards; nobody overlaps it", async () => {
+    const clock = new FakeClock(1_000_000);
+    const store = new MemoryLeases();
+    const replicas = ["a", "bb", "ccc"].map((id) => new Replica(id, store, clock, 12));
+    // a's heartbeat writes are refused (e.g. a webhook or RBAC on that name); its shard writes work.
+    const a = replicas[0] as Replica;
+    const inner = store.client();
+    const heartbeat = a.coordinator["heartbeat"] as unknown as { name: string; client: ShardLeaseClient };
+    const refuse = (obj: KubeObject): boolean => obj.metadata.name === heartbeat.name;
+    const forbidden = new ConflictError(403, { reason: "Forbidden" }, req);
+    heartbeat.client = {
+      ...inner,
+      create: (async (obj: KubeObject) => {
+        if (refuse(obj)) throw forbidden;
+        return inner.create(obj);
+      }) as ShardLeaseClient["create"],
+      update: (async (obj: KubeObject) => {
+        if (refuse(obj)) throw forbidden;
+        return inner.update(obj);
+      }) as ShardLeaseClient["update"],
+    };
+    for (const r of replicas) r.start();
+    await advance(clock, 30_000, noOverlap(replicas));
+    const total = replicas.reduce((n, r) => n + r.working.size, 0);
+    assert.equal(total, 12, `every shard worked on once: ${replicas.map((r) => r.working.size).join(",")}`);
+    assert.ok(a.working.size > 0, "a keeps working on shards it renews");
+    assert.equal(store.leases.get(heartbeat.name), undefined, "a's heartbeat was never written");
+    for (const r of replicas)
+      for (const s of r.working)
+        assert.equal(store.holders(12)[s], r.id, `lease of shard ${s} names ${r.id}`);
+  });
 });
