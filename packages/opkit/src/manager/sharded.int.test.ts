@@ -91,4 +91,57 @@ describe("sharded manager", () => {
     await assert.rejects(env.client.get(ConfigMaps, "late", { namespace: ns }), NotFoundError);
     assert.equal(started, 1, "the key was not reconciled again while another holder has the shard");
   });
+
+  it("a uid-sharded controller still reconciles a deleted object's key once (the not-found run)", async (t) => {
+    const ns = await env.namespace("shard-deleted");
+    const client = await KubeClient.load({ kubeconfig: env.kubeconfigPath });
+    const runs: { name: string; found: boolean }[] = [];
+    const mgr = await Manager.create({
+      client,
+      name: "bydel",
+      logger: createLogger({ name: "bydel", level: "silent" }),
+      metrics: false,
+      health: false,
+      cache: { namespace: ns },
+      shards: {
+        count: 4,
+        namespace: ns,
+        name: "bydel",
+        leaseDurationMs: 3_000,
+        renewDeadlineMs: 2_000,
+        retryPeriodMs: 500,
+        filtering: "client",
+      },
+    });
+    mgr.add(
+      controller("bydel")
+        .for(ConfigMaps)
+        .withOptions({ shardKey: "uid" })
+        .reconcile((req, ctx) => {
+          if (!req.name.startsWith("gone-")) return;
+          runs.push({
+            name: req.name,
+            found: !!ctx.cache.get(ConfigMaps, req.name, { namespace: req.namespace }),
+          });
+        }),
+    );
+    t.after(() => mgr.stop());
+    await mgr.start();
+    const names = ["gone-a", "gone-b", "gone-c", "gone-d"];
+    for (const name of names)
+      await env.client.create({ apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: ns } });
+    await eventually(
+      "each reconciled while it exists",
+      () => names.every((n) => runs.some((r) => r.name === n && r.found)),
+      30_000,
+      50,
+    );
+    for (const name of names) await env.client.delete(ConfigMaps, name, { namespace: ns });
+    await eventually(
+      "each reconciled once more after its deletion",
+      () => names.every((n) => runs.some((r) => r.name === n && !r.found)),
+      10_000,
+      50,
+    );
+  });
 });
