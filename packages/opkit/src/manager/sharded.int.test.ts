@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { KubeClient } from "../client/client.ts";
 import { NotFoundError } from "../client/errors.ts";
 import { EventsV1 } from "../events/recorder.ts";
+import { Leases } from "../client/builtins.ts";
 import { kindRef, type KubeObject } from "../client/types.ts";
 import { controller } from "../controller/index.ts";
 import { useTestEnv, type TestEnv } from "../testenv/testing.ts";
@@ -143,5 +144,67 @@ describe("sharded manager", () => {
       10_000,
       50,
     );
+  });
+
+  it("a stop whose reconcile ignores its signal ends after the grace period, keeps the shard Lease and refuses the late write", async (t) => {
+    const ns = await env.namespace("shard-grace");
+    const client = await KubeClient.load({ kubeconfig: env.kubeconfigPath });
+    let started = false;
+    let lateWrite: unknown;
+    let ended = false;
+    const mgr = await Manager.create({
+      client,
+      name: "grace",
+      logger: createLogger({ name: "grace", level: "silent" }),
+      metrics: false,
+      health: false,
+      cache: { namespace: ns },
+      gracefulShutdownMs: 1_500,
+      shards: {
+        count: 1,
+        namespace: ns,
+        name: "grace",
+        leaseDurationMs: 3_000,
+        renewDeadlineMs: 2_000,
+        retryPeriodMs: 500,
+        filtering: "client",
+      },
+    });
+    mgr.add(
+      controller("hang")
+        .for(ConfigMaps)
+        .reconcile(async (req, ctx) => {
+          if (req.name !== "hang") return;
+          started = true;
+          await new Promise((r) => setTimeout(r, 6_000)); // ignores ctx.signal
+          await ctx.client
+            .create({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "late-hang", namespace: ns } })
+            .catch((err: unknown) => (lateWrite = err));
+          ended = true;
+        }),
+    );
+    t.after(() => mgr.stop());
+    await mgr.start();
+    await env.client.create({
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: "hang", namespace: ns },
+    });
+    await eventually("the reconcile started", () => started, 30_000, 50);
+    const stopAt = Date.now();
+    await mgr.stop();
+    const tookMs = Date.now() - stopAt;
+    t.diagnostic(`stop took ${tookMs} ms (grace 1.5 s)`);
+    assert.ok(
+      tookMs < 1_500 + 1_500,
+      `stop ended after the grace period, not with the reconcile (${tookMs} ms)`,
+    );
+    assert.equal(ended, false);
+    // Not released while its work may still run: others wait for it to expire.
+    const lease = await env.client.get(Leases, "grace-shard-0", { namespace: ns });
+    assert.notEqual(lease.spec?.holderIdentity ?? "", "", "the shard Lease was released with work running");
+    await eventually("the reconcile ended", () => ended, 10_000, 50);
+    assert.ok(lateWrite, "the late create failed (its signal was aborted)");
+    await assert.rejects(env.client.get(ConfigMaps, "late-hang", { namespace: ns }), NotFoundError);
   });
 });

@@ -232,7 +232,7 @@ export class ShardCoordinator {
     for (const s of this.shards) if (s.state === "held") this.beginRelease(s, callbacks);
     // Rounds go on without acquisitions: they renew the shards still draining, release the drained
     // ones and notice losses, until every shard is free.
-    while (this.shards.some((s) => s.state !== "free")) {
+    while (!this.stopped && this.shards.some((s) => s.state !== "free")) {
       let timer: TimerHandle | undefined;
       await Promise.race([
         ...this.shards.filter((s) => s.state === "draining" && !s.drained).map((s) => s.drain),
@@ -241,12 +241,40 @@ export class ShardCoordinator {
       if (timer !== undefined) this.clock.clearTimeout(timer);
       await this.tick();
     }
+    if (this.stopped) return; // abandoned: nothing is released
     this.stopped = true;
     try {
       await this.bounded(this.clock.now() + this.renewDeadlineMs, (signal) => this.heartbeat.release(signal));
     } catch (err) {
       this.logger?.warn({ err: String(err) }, "could not release the heartbeat lease");
     }
+  }
+
+  /**
+   * Give up at once, e.g. when a stop's grace period ended with work still running: every shard not
+   * yet free is `lost` (its work's signals abort) and no Lease is renewed or released any more, so each
+   * expires for the others one lease duration after its last renewal. Resolves when a round still in
+   * flight has ended.
+   */
+  async abandon(reason: string): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    if (this.timer !== undefined) this.clock.clearTimeout(this.timer);
+    this.timer = undefined;
+    const callbacks = this.callbacks as ShardCallbacks;
+    for (const s of this.shards) {
+      if (s.state === "free") continue;
+      s.state = "free";
+      this.logger?.warn({ shard: s.index, reason }, "shard abandoned; its Lease expires");
+      this.metrics?.handover("lost");
+      try {
+        callbacks.lost(s.index, reason);
+      } catch (err) {
+        this.logger?.error({ err: String(err) }, "shard lost callback failed");
+      }
+    }
+    this.reportHeld();
+    await this.tickRunning;
   }
 
   /** One round (exposed for tests that drive rounds themselves). */
