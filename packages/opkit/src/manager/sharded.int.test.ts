@@ -16,8 +16,10 @@ import { eventually } from "../testenv/eventually.ts";
 import { takeOverLease } from "./testdata/takeover.ts";
 import { createLogger } from "../logging/index.ts";
 import { Manager } from "./manager.ts";
+import { ShardSpace } from "../sharding/hash.ts";
 
 const ConfigMaps = kindRef<KubeObject>("v1", "ConfigMap");
+const Secrets = kindRef<KubeObject & { data?: Record<string, string> }>("v1", "Secret");
 
 describe("sharded manager", () => {
   let env: TestEnv;
@@ -206,5 +208,84 @@ describe("sharded manager", () => {
     await eventually("the reconcile ended", () => ended, 10_000, 50);
     assert.ok(lateWrite, "the late create failed (its signal was aborted)");
     await assert.rejects(env.client.get(ConfigMaps, "late-hang", { namespace: ns }), NotFoundError);
+  });
+
+  it("a watch that maps an object in another namespace (another shard) to a parent wakes and informs the parent's holder", async (t) => {
+    // Two replicas, two shards, each holds one. The parent lives in one namespace, the Secret it
+    // refers to in another that hashes to the other shard: the parent's holder must see the Secret.
+    const space = new ShardSpace(2);
+    const nsA = await env.namespace("shard-parent");
+    let nsB = await env.namespace("shard-ref");
+    for (let i = 0; space.shardOf(nsB) === space.shardOf(nsA); i++) {
+      assert.ok(i < 20, "no namespace in the other shard");
+      nsB = await env.namespace("shard-ref");
+    }
+    const seen: { replica: string; value: string | undefined }[] = [];
+    const replicas: Manager[] = [];
+    for (const id of ["r1", "r2"]) {
+      const client = await KubeClient.load({ kubeconfig: env.kubeconfigPath });
+      const mgr = await Manager.create({
+        client,
+        name: "xns",
+        logger: createLogger({ name: id, level: "silent" }),
+        metrics: false,
+        health: false,
+        shards: {
+          count: 2,
+          namespace: nsA,
+          name: "xns",
+          identity: id,
+          leaseDurationMs: 3_000,
+          renewDeadlineMs: 2_000,
+          retryPeriodMs: 500,
+          filtering: "client",
+        },
+      });
+      mgr.add(
+        controller("xns")
+          .for(ConfigMaps)
+          .watches(Secrets, (secret) =>
+            secret.metadata.namespace === nsB ? [{ namespace: nsA, name: "parent" }] : [],
+          )
+          .reconcile((req, ctx) => {
+            if (req.namespace !== nsA || req.name !== "parent") return;
+            const secret = ctx.cache.get(Secrets, "ref", { namespace: nsB });
+            seen.push({ replica: id, value: secret?.data?.v });
+          }),
+      );
+      replicas.push(mgr);
+      t.after(() => mgr.stop());
+    }
+    await Promise.all(replicas.map((m) => m.start()));
+    await eventually(
+      "each replica holds one shard",
+      async () => {
+        const leases = await env.client.list(Leases, { namespace: nsA });
+        const holders = leases.items
+          .filter((l) => l.metadata.name?.startsWith("xns-shard-"))
+          .map((l) => l.spec?.holderIdentity ?? "");
+        return holders.length === 2 && new Set(holders).size === 2 && !holders.includes("");
+      },
+      30_000,
+      200,
+    );
+    await env.client.create({
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: "parent", namespace: nsA },
+    });
+    await eventually("the parent reconciled", () => seen.length > 0, 30_000, 50);
+    await env.client.create({
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name: "ref", namespace: nsB },
+      data: { v: Buffer.from("1").toString("base64") },
+    });
+    await eventually(
+      "the parent's holder reconciled it with the Secret in view",
+      () => seen.some((s) => s.value !== undefined),
+      10_000,
+      50,
+    );
   });
 });

@@ -99,15 +99,20 @@ export async function setupSharding(deps: {
     const prev = wanted.get(kindKey(kind));
     wanted.set(kindKey(kind), { kind, field: prev && prev.field !== field ? "conflict" : field });
   };
+  // Watched kinds stay whole: a map function may wake a parent from an object in any namespace (a
+  // shared Secret), and the parent's holder must see that object whichever shard its namespace is in.
+  // Owned children share their parent's namespace (owner references do not cross namespaces).
+  const whole = new Set<string>();
   for (const c of controllers) {
     const field: ShardKeyField = c.shardKey ?? ((await namespaced(c.forKind)) ? "namespace" : "uid");
     fields.set(c, field);
     want(c.forKind, field);
-    if (field === "namespace")
-      for (const k of [...c.ownedKinds, ...c.watchedKinds]) if (await namespaced(k)) want(k, "namespace");
+    if (field === "namespace") for (const k of c.ownedKinds) if (await namespaced(k)) want(k, "namespace");
+    for (const k of c.watchedKinds) whole.add(kindKey(k));
   }
   const kinds: ShardedKind[] = [];
-  for (const { kind, field } of wanted.values()) if (field !== "conflict") kinds.push({ kind, field });
+  for (const [key, { kind, field }] of wanted)
+    if (field !== "conflict" && !whole.has(key)) kinds.push({ kind, field });
 
   const router: ShardRouter = new ShardRouter({
     count: options.count,
