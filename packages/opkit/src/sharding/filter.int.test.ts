@@ -27,8 +27,13 @@ describe("shard filter swaps under cut connections", { timeout: 180_000 }, () =>
   });
   after(() => env?.cleanup());
 
-  for (const serverSide of [true, false]) {
-    it(`${serverSide ? "server-side shardSelector" : "client-side filter"}: swaps while the watch is cut leave exactly the new shards`, async (t) => {
+  for (const [serverSide, streamingList] of [
+    [true, true],
+    [true, false],
+    [false, true],
+  ] as const) {
+    const path = `${serverSide ? "server-side shardSelector" : "client-side filter"}, ${streamingList ? "streaming list" : "paged list"}`;
+    it(`${path}: swaps while the watch is cut leave exactly the new shards`, async (t) => {
       if (serverSide && !serverHasGate) {
         t.skip("the API server has no ShardedListAndWatch gate");
         return;
@@ -48,7 +53,7 @@ describe("shard filter swaps under cut connections", { timeout: 180_000 }, () =>
 
       const { proxy, kubeConfig } = await env.apiserverProxy();
       const client = await KubeClient.fromConfig(kubeConfig);
-      const informer = new Informer(client, ConfigMaps, { namespace: ns });
+      const informer = new Informer(client, ConfigMaps, { namespace: ns, streamingList });
       // What the handlers were told, replayed into a map: it must end equal to the store.
       const told = new Map<string, string>();
       informer.addEventHandler({
