@@ -265,4 +265,36 @@ describe("shard coordination", () => {
       for (const s of r.working)
         assert.equal(store.holders(12)[s], r.id, `lease of shard ${s} names ${r.id}`);
   });
+
+  it("a replica whose list of Leases fails keeps its view of the others and takes nothing meanwhile", async () => {
+    const clock = new FakeClock(1_000_000);
+    const store = new MemoryLeases();
+    const replicas = ["a", "bb"].map((id) => new Replica(id, store, clock, 4));
+    for (const r of replicas) r.start();
+    await advance(clock, 10_000, noOverlap(replicas));
+    const a = replicas[0] as Replica;
+    assert.equal(a.coordinator.replicas(), 2);
+    // a's lists fail from now on (its renewals still work): it must not count itself alone.
+    let gets = 0;
+    const client = a.coordinator["client"];
+    const inner = store.client();
+    (a.coordinator as unknown as { client: ShardLeaseClient }).client = {
+      ...client,
+      list: async () => {
+        throw new ConflictError(500, { reason: "InternalError" }, req);
+      },
+    };
+    for (const s of a.coordinator["shards"] as unknown as { lock: { client: ShardLeaseClient } }[])
+      s.lock.client = {
+        ...inner,
+        get: ((...args: Parameters<ShardLeaseClient["get"]>) => {
+          gets++;
+          return inner.get(...args);
+        }) as ShardLeaseClient["get"],
+      };
+    await advance(clock, 20_000, noOverlap(replicas));
+    assert.equal(a.coordinator.replicas(), 2, "a still counts two replicas");
+    assert.equal(gets, 0, "a tried to take no shard while it could not see the others");
+    assert.equal(a.working.size + (replicas[1] as Replica).working.size, 4);
+  });
 });

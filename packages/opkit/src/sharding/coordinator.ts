@@ -298,8 +298,10 @@ export class ShardCoordinator {
     // Renewals do not wait for the heartbeat or the list: a hung request there must not keep a held
     // shard from being renewed, or from being given up at its renew deadline.
     const [leases] = await Promise.all([this.readMembership(), this.renewHeld(callbacks)]);
+    // Without a list, what others hold and who is alive is unknown: keep what was last seen (counting
+    // no one would make this replica its only member) and take nothing this round.
+    if (leases === undefined || this.stopped || this.stopping) return;
     this.observe(leases, this.clock.now());
-    if (this.stopped || this.stopping) return;
 
     const fair = fairShare(this.count, this.liveReplicas);
     const held = this.shards.filter((s) => s.state === "held");
@@ -319,11 +321,10 @@ export class ShardCoordinator {
       const phaseEnd = this.clock.now() + this.retryPeriodMs;
       for (const s of candidates) {
         if (want <= 0 || this.stopped || this.clock.now() >= phaseEnd) break;
-        const attemptAt = this.clock.now();
         if (!(await this.bounded(phaseEnd, (signal) => s.lock.tryAcquireOrRenew(signal)))) continue;
         s.state = "held";
         s.drained = false;
-        s.lastRenew = attemptAt;
+        s.lastRenew = this.clock.now();
         want--;
         this.logger?.info({ shard: s.index, replicas: this.liveReplicas, fair }, "shard acquired");
         this.metrics?.handover("acquired");
@@ -341,7 +342,7 @@ export class ShardCoordinator {
    * Renew the heartbeat and list the group's Leases, both within one retry period: the round (and so
    * the next renewal of held shards) never waits longer for them.
    */
-  private async readMembership(): Promise<Lease[]> {
+  private async readMembership(): Promise<Lease[] | undefined> {
     const deadline = this.clock.now() + this.retryPeriodMs;
     await this.bounded(deadline, (signal) => this.heartbeat.tryAcquireOrRenew(signal));
     try {
@@ -356,15 +357,15 @@ export class ShardCoordinator {
       return list.items;
     } catch (err) {
       this.logger?.warn({ err: String(err) }, "could not list shard leases; renewing only");
-      return [];
+      return undefined;
     }
   }
 
   /**
    * Renew what we hold; release what finished draining; notice what we lost. Each renewal must land
-   * before its shard's renew deadline, counted from when the last successful renewal was *sent* (its
-   * write happened after that, so others count the lease duration from later): a request that hangs
-   * is abandoned then and the shard is lost, before anyone else can take it.
+   * before its shard's renew deadline, counted from the last successful renewal (as client-go's elector
+   * counts it; others count the lease duration from when they saw that write, which is later): a
+   * request that hangs is abandoned then and the shard is lost, before anyone else can take it.
    */
   private async renewHeld(callbacks: ShardCallbacks): Promise<void> {
     await Promise.all(
@@ -372,10 +373,9 @@ export class ShardCoordinator {
         .filter((s) => s.state !== "free")
         .map(async (s) => {
           if (s.state === "draining" && s.drained) return this.releaseShard(s);
-          const attemptAt = this.clock.now();
           const deadline = s.lastRenew + this.renewDeadlineMs;
           if (await this.bounded(deadline, (signal) => s.lock.tryAcquireOrRenew(signal))) {
-            s.lastRenew = attemptAt;
+            s.lastRenew = this.clock.now();
             return;
           }
           const holder = s.lock.holder();
