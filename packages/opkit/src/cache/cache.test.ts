@@ -100,6 +100,74 @@ describe("Store", () => {
     assert.ok(Object.isFrozen(inner) && Object.isFrozen(inner.list[0]));
   });
 
+  it("indexes always equal a rebuild from scratch, whatever the updates change (property)", () => {
+    // A multi-valued index whose values change order, repeat or vanish between versions, and owners
+    // that come and go: after every step each index must list exactly what a fresh store would.
+    const version = fc.record({
+      ns: fc.constantFrom("a", "b"),
+      name: fc.constantFrom("p", "q", "r", "s"),
+      tags: fc.array(fc.constantFrom("x", "y", "z"), { maxLength: 3 }),
+      owner: fc.option(fc.constantFrom("u1", "u2"), { nil: undefined }),
+    });
+    const op = fc.oneof(
+      { weight: 5, arbitrary: fc.record({ t: fc.constant("upsert" as const), v: version }) },
+      { weight: 1, arbitrary: fc.record({ t: fc.constant("remove" as const), v: version }) },
+      {
+        weight: 1,
+        arbitrary: fc.record({
+          t: fc.constant("replace" as const),
+          // A list holds each object once.
+          vs: fc.uniqueArray(version, { selector: (v) => `${v.ns}/${v.name}` }),
+        }),
+      },
+    );
+    type V = { ns: string; name: string; tags: string[]; owner: string | undefined };
+    let rv = 0;
+    const make = (v: V): KubeObject =>
+      cm(v.ns, v.name, String(++rv), {
+        annotations: { tags: v.tags.join(",") },
+        ...(v.owner
+          ? { ownerReferences: [{ apiVersion: "v1", kind: "K", name: "o", uid: v.owner, controller: true }] }
+          : {}),
+      });
+    const tags = (o: { metadata: { annotations?: Record<string, string> } }): string[] =>
+      o.metadata.annotations?.tags ? o.metadata.annotations.tags.split(",") : [];
+    const listed = (s: Store<KubeObject>, name: string, value: string): string[] =>
+      s
+        .list({ index: { name, value } })
+        .map((o) => `${o.metadata.namespace}/${o.metadata.name}@${o.metadata.resourceVersion}`)
+        .sort();
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 60 }), (ops) => {
+        const s = new Store<KubeObject>();
+        s.addIndex("tags", tags);
+        for (const o of ops) {
+          if (o.t === "upsert") s.upsert(make(o.v));
+          else if (o.t === "remove") s.remove(`${o.v.ns}/${o.v.name}`);
+          else s.replace(o.vs.map(make));
+          const fresh = new Store<KubeObject>();
+          fresh.addIndex("tags", tags);
+          fresh.replace(s.list().map((x) => structuredClone(x) as KubeObject));
+          for (const value of ["x", "y", "z"])
+            assert.deepEqual(listed(s, "tags", value), listed(fresh, "tags", value));
+          for (const value of ["u1", "u2"])
+            assert.deepEqual(listed(s, OWNER_INDEX, value), listed(fresh, OWNER_INDEX, value));
+          for (const ns of ["a", "b"])
+            assert.deepEqual(
+              s
+                .list({ namespace: ns })
+                .map((x) => x.metadata.name)
+                .sort(),
+              fresh
+                .list({ namespace: ns })
+                .map((x) => x.metadata.name)
+                .sort(),
+            );
+        }
+      }),
+    );
+  });
+
   it("replace swaps content and indexes at once and returns the old content", () => {
     const s = new Store<KubeObject>();
     s.upsert(cm("a", "old", "1"));

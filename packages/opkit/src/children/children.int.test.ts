@@ -11,6 +11,7 @@ import { NotFoundError } from "../client/errors.ts";
 import { kindRef, type KubeObject } from "../client/types.ts";
 import { getControllerOf } from "../helpers/ownerrefs.ts";
 import { useTestEnv, type TestEnv } from "../testenv/testing.ts";
+import { eventually } from "../testenv/eventually.ts";
 import { ChildrenSpecError, MANAGER_LABEL, OWNER_UID_LABEL, reconcileChildren } from "./children.ts";
 
 type ConfigMap = KubeObject & { data?: Record<string, string> };
@@ -179,6 +180,113 @@ describe("reconcileChildren against opkit env", () => {
     await settle(await reconcileChildren(counting, parent, [cm("a"), cm("b", { v: "2" })], opts));
     assert.equal(applies, 6);
     assert.deepEqual((await env.client.get(ConfigMaps, "a", { namespace: ns })).data, { v: "1" });
+  });
+
+  it("with a cache, a child another process applied with the same field manager is applied again", async (t) => {
+    // Two replicas of one operator (a handover between versions, or a leader failover): B applies a
+    // body with one more key under the same field manager; A, whose last apply and cache both still
+    // look converged, must apply its own body again, which removes the key, as an apply without the
+    // skip would.
+    const ns = await env.namespace("children-other");
+    const parent = await parentIn(ns);
+    const caches = [new Cache(env.client, { namespace: ns }), new Cache(env.client, { namespace: ns })];
+    for (const c of caches) {
+      t.after(() => c.stop());
+      c.informer(ConfigMaps);
+      c.start();
+      await c.waitForSync(30_000);
+    }
+    const [a, b] = caches as [Cache, Cache];
+    const opts = (cache: Cache) => ({ fieldManager: "children-test", ownedKinds: [ConfigMaps], cache });
+    const settle = async (cache: Cache, r: { applied: KubeObject[] }) => {
+      for (const o of r.applied)
+        await cache.waitForResourceVersion(
+          o.kind === "Deployment" ? Deployments : ConfigMaps,
+          o.metadata.resourceVersion ?? "",
+          { timeoutMs: 30_000 },
+        );
+    };
+    const byA = await reconcileChildren(env.client, parent, [cm("x")], opts(a));
+    await settle(a, byA);
+    const byB = await reconcileChildren(env.client, parent, [cm("x", { v: "1", w: "b" })], opts(b));
+    await settle(a, byB);
+    await reconcileChildren(env.client, parent, [cm("x")], opts(a));
+    assert.deepEqual((await env.client.get(ConfigMaps, "x", { namespace: ns })).data, { v: "1" });
+
+    // A kind with a generation: a status write by its controller still skips; B's extra label and
+    // B's extra spec field are each applied away.
+    let applies = 0;
+    const counting = await KubeClient.load({
+      kubeconfig: env.kubeconfigPath,
+      onRequest: (e) => void (e.method === "PATCH" && applies++),
+    });
+    t.after(() => counting.close());
+    for (const c of caches) c.informer(Deployments);
+    for (const c of caches) await c.waitForSync(30_000);
+    const labels = { app: "web" };
+    const deployment = (extra: { label?: string; minReadySeconds?: number } = {}): KubeObject =>
+      ({
+        apiVersion: "apps/v1",
+        kind: "Deployment",
+        metadata: { name: "web", ...(extra.label ? { labels: { extra: extra.label } } : {}) },
+        spec: {
+          replicas: 0,
+          ...(extra.minReadySeconds ? { minReadySeconds: extra.minReadySeconds } : {}),
+          selector: { matchLabels: labels },
+          template: {
+            metadata: { labels },
+            spec: { containers: [{ name: "main", image: "registry.example/app:1" }] },
+          },
+        },
+      }) as KubeObject;
+    const dOpts = (cache: Cache) => ({ fieldManager: "children-test", ownedKinds: [Deployments], cache });
+    const live = () => env.client.get(Deployments, "web", { namespace: ns });
+    const first = await reconcileChildren(counting, parent, [deployment()], dOpts(a));
+    assert.equal(applies, 1);
+    await settle(a, first);
+    await eventually("the Deployment controller wrote status", async () => {
+      const d = (await live()) as KubeObject & { status?: { observedGeneration?: number } };
+      if (d.status?.observedGeneration !== 1) return false;
+      await a.waitForResourceVersion(Deployments, d.metadata.resourceVersion ?? "", { timeoutMs: 30_000 });
+      return true;
+    });
+    // The controller also annotated it (deployment.kubernetes.io/revision): metadata changed, so at
+    // most one apply, after which the child counts as converged again.
+    await settle(a, await reconcileChildren(counting, parent, [deployment()], dOpts(a)));
+    assert.ok(applies <= 2);
+    const before = applies;
+    await reconcileChildren(counting, parent, [deployment()], dOpts(a));
+    assert.equal(applies, before, "a converged child is not applied again");
+    // A status-only write (new resourceVersion, same generation and metadata) is no reason to apply.
+    const statusWrite = await env.client.patch(
+      Deployments,
+      "web",
+      {
+        status: {
+          conditions: [{ type: "Reviewed", status: "True", reason: "Test", message: "status only" }],
+        },
+      },
+      { namespace: ns, type: "merge", subresource: "status" },
+    );
+    await a.waitForResourceVersion(Deployments, statusWrite.metadata.resourceVersion ?? "", {
+      timeoutMs: 30_000,
+    });
+    await reconcileChildren(counting, parent, [deployment()], dOpts(a));
+    assert.equal(applies, before, "a status write does not make the child applied again");
+
+    await settle(a, await reconcileChildren(env.client, parent, [deployment({ label: "b" })], dOpts(b)));
+    await reconcileChildren(counting, parent, [deployment()], dOpts(a));
+    assert.equal(applies, before + 1);
+    assert.equal((await live()).metadata.labels?.extra, undefined, "B's label applied away");
+
+    await settle(
+      a,
+      await reconcileChildren(env.client, parent, [deployment({ minReadySeconds: 5 })], dOpts(b)),
+    );
+    await reconcileChildren(counting, parent, [deployment()], dOpts(a));
+    assert.equal(applies, before + 2);
+    const spec = ((await live()) as KubeObject & { spec?: { minReadySeconds?: number } }).spec;
+    assert.equal(spec?.minReadySeconds ?? 0, 0, "B's spec field applied away");
   });
 
   it("reports a Deployment child ready once its pods run", async () => {

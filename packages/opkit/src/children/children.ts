@@ -99,14 +99,54 @@ function describeChild(kind: string, obj: ReadonlyKubeObject): string {
   return `${kind}/${objectKey(obj)}`;
 }
 
-/** Children remembered per cache (field manager, kind and key → uid and body hash of the last apply). */
-const APPLIED_MEMO_LIMIT = 100_000;
-const appliedMemos = new WeakMap<Cache, Map<string, string>>();
+/** What a child's last apply by this process stored: which object, which body, which version. */
+interface AppliedRecord {
+  uid: string;
+  /** SHA-256 of the applied body. */
+  hash: string;
+  resourceVersion: string;
+  /** metadata.generation after the apply (0 for kinds without one). */
+  generation: number;
+  /** Labels, annotations, owner references and finalizers after the apply. */
+  meta: string;
+}
 
-function appliedMemo(cache: Cache): Map<string, string> {
+/** Children remembered per cache (field manager, kind and key → the last apply). */
+const APPLIED_MEMO_LIMIT = 100_000;
+const appliedMemos = new WeakMap<Cache, Map<string, AppliedRecord>>();
+
+function appliedMemo(cache: Cache): Map<string, AppliedRecord> {
   let memo = appliedMemos.get(cache);
-  if (!memo) appliedMemos.set(cache, (memo = new Map<string, string>()));
+  if (!memo) appliedMemos.set(cache, (memo = new Map<string, AppliedRecord>()));
   return memo;
+}
+
+function metaOf(obj: ReadonlyKubeObject): string {
+  const m = obj.metadata;
+  return JSON.stringify([m.labels, m.annotations, m.ownerReferences, m.finalizers]);
+}
+
+/**
+ * Whether applying `body` again would be a no-op: the same body as our last apply, and the cached child
+ * is the object that apply stored, or differs from it only where nobody's apply writes (its status:
+ * the generation, which every other change of a kind that has one raises, and the metadata are
+ * unchanged) and still holds every field of the body. Another writer's change, also one by another
+ * process with our field manager (a replica of another version), fails one of these.
+ */
+function alreadyApplied(
+  last: AppliedRecord | undefined,
+  hash: string,
+  body: KubeObject,
+  cached: DeepReadonly<KubeObject> | undefined,
+): boolean {
+  if (!last || !cached || last.hash !== hash || last.uid !== cached.metadata.uid) return false;
+  if (last.resourceVersion === cached.metadata.resourceVersion) return true;
+  return (
+    last.generation > 0 &&
+    cached.metadata.generation === last.generation &&
+    metaOf(cached) === last.meta &&
+    containsJson(body, cached)
+  );
 }
 
 /** The parent's cached children by "group/Kind/namespace/name"; empty when a kind's cache is not ready. */
@@ -217,10 +257,9 @@ export async function reconcileChildren(
     const key = `${opts.fieldManager}|${groupKind(body.apiVersion ?? "", body.kind ?? "")}/${objectKey(body)}`;
     const hash = memo ? createHash("sha256").update(JSON.stringify(body)).digest("base64") : "";
     const cached = cachedChildren?.get(key.slice(opts.fieldManager.length + 1));
-    // The same body as our last apply, and the cached child still holds every field of it: the apply
-    // would be a no-op. A field dropped from the body changes the hash, a field someone else changed
-    // fails the containment, and a recreated child has another uid: each of those applies.
-    if (cached && memo?.get(key) === `${cached.metadata.uid}:${hash}` && containsJson(body, cached)) {
+    // A field dropped from the body changes the hash, a field someone else changed changes the cached
+    // child, and a recreated child has another uid: each of those applies.
+    if (alreadyApplied(memo?.get(key), hash, body, cached)) {
       applied.push(structuredClone(cached) as KubeObject);
       continue;
     }
@@ -228,7 +267,13 @@ export async function reconcileChildren(
     if (memo) {
       memo.delete(key);
       if (memo.size >= APPLIED_MEMO_LIMIT) memo.delete(memo.keys().next().value ?? "");
-      memo.set(key, `${stored.metadata.uid}:${hash}`);
+      memo.set(key, {
+        uid: stored.metadata.uid ?? "",
+        hash,
+        resourceVersion: stored.metadata.resourceVersion ?? "",
+        generation: stored.metadata.generation ?? 0,
+        meta: metaOf(stored),
+      });
     }
     applied.push(stored);
   }

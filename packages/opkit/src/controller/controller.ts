@@ -346,7 +346,10 @@ export class Controller<T extends KubeObject = KubeObject> {
         // manager: a timeout or a lost Lease aborts its requests, and helpers write as the operator.
         client: deps.client.withDefaults({ signal: abort.signal, fieldManager }),
         cache: deps.cache,
-        recorder: this.recorder as EventRecorder,
+        // A reconcile whose shard was lost records no Event either: the new holder may be at this key.
+        recorder: revoked
+          ? (this.recorder as EventRecorder).until(revoked)
+          : (this.recorder as EventRecorder),
         fieldManager,
       });
       outcome = timedOut(abort.signal)

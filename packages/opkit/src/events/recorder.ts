@@ -221,6 +221,16 @@ export class EventRecorder {
     return p;
   }
 
+  /**
+   * A view of this recorder (same de-duplication, limits and writes) that records nothing once `signal`
+   * has aborted, e.g. a reconcile whose shard was lost: another replica may be reconciling its key.
+   */
+  until(signal: AbortSignal): EventRecorder {
+    const view = Object.create(this) as EventRecorder;
+    view.record = (regarding, input) => (signal.aborted ? Promise.resolve() : this.record(regarding, input));
+    return view;
+  }
+
   /** Wait for every write started so far (shutdown, tests). */
   async flush(): Promise<void> {
     while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);

@@ -504,11 +504,31 @@ export class Manager {
       const le = this.opts.leaderElection;
       // A standby must not win the Lease while it is shutting down.
       if (this.elector && !this.leaderWorkStarted) await this.elector.stop({ release: false });
-      // Hand every shard back once its in-flight reconciles finished, while the workers still run.
-      await this.sharding?.coordinator.stop();
+      // Hand every shard back once its in-flight reconciles finished, while the workers still run;
+      // within the grace period, after which the shards are abandoned (their reconciles' signals abort,
+      // their Leases expire instead of being released while that work may still run).
+      const clock = this.opts.clock ?? realClock;
+      const stopAt = clock.now();
+      let shardsLeft = false;
+      if (this.sharding) {
+        const coordinator = this.sharding.coordinator;
+        let timer: TimerHandle | undefined;
+        const released = await Promise.race([
+          coordinator.stop().then(() => true),
+          new Promise<boolean>((resolve) => (timer = clock.setTimeout(() => resolve(false), grace))),
+        ]);
+        if (timer !== undefined) clock.clearTimeout(timer);
+        if (!released) {
+          shardsLeft = true;
+          await coordinator.abandon("the graceful shutdown period ended");
+        }
+      }
+      // No more filter-swap retries once the shards are gone.
       this.sharding?.router.stop();
-      const drained = await Promise.all(this.controllers.map((c) => c.stop(grace)));
+      const left = Math.max(0, grace - (clock.now() - stopAt));
+      const drained = await Promise.all(this.controllers.map((c) => c.stop(left)));
       const unfinished = this.controllers.filter((_, i) => !drained[i]).map((c) => c.name);
+      if (shardsLeft) unfinished.push("shards");
       if (!(await this.stopRunnables(grace))) unfinished.push("runnables");
       if (unfinished.length) {
         this.unclean = new GracefulShutdownTimeoutError(grace, unfinished);

@@ -6,7 +6,7 @@
 import type { Cache } from "../cache/cache.ts";
 import type { KubeClient } from "../client/client.ts";
 import { kindScope } from "../client/scopes.ts";
-import type { KindRef } from "../client/types.ts";
+import { objectKey, type KindRef } from "../client/types.ts";
 import type { Clock } from "../clock/index.ts";
 import type { Controller, KeyGate } from "../controller/controller.ts";
 import { keyToRequest } from "../controller/reconcile.ts";
@@ -58,6 +58,9 @@ export interface Sharding {
   mode: "server" | "client";
 }
 
+// Deleted keys whose not-found run has not been dispatched yet, per uid-sharded controller.
+const DELETED_KEYS_LIMIT = 10_000;
+
 function kindKey(kind: KindRef): string {
   return `${kind.apiVersion}/${kind.kind}`;
 }
@@ -96,15 +99,20 @@ export async function setupSharding(deps: {
     const prev = wanted.get(kindKey(kind));
     wanted.set(kindKey(kind), { kind, field: prev && prev.field !== field ? "conflict" : field });
   };
+  // Watched kinds stay whole: a map function may wake a parent from an object in any namespace (a
+  // shared Secret), and the parent's holder must see that object whichever shard its namespace is in.
+  // Owned children share their parent's namespace (owner references do not cross namespaces).
+  const whole = new Set<string>();
   for (const c of controllers) {
     const field: ShardKeyField = c.shardKey ?? ((await namespaced(c.forKind)) ? "namespace" : "uid");
     fields.set(c, field);
     want(c.forKind, field);
-    if (field === "namespace")
-      for (const k of [...c.ownedKinds, ...c.watchedKinds]) if (await namespaced(k)) want(k, "namespace");
+    if (field === "namespace") for (const k of c.ownedKinds) if (await namespaced(k)) want(k, "namespace");
+    for (const k of c.watchedKinds) whole.add(kindKey(k));
   }
   const kinds: ShardedKind[] = [];
-  for (const { kind, field } of wanted.values()) if (field !== "conflict") kinds.push({ kind, field });
+  for (const [key, { kind, field }] of wanted)
+    if (field !== "conflict" && !whole.has(key)) kinds.push({ kind, field });
 
   const router: ShardRouter = new ShardRouter({
     count: options.count,
@@ -125,19 +133,36 @@ export async function setupSharding(deps: {
   const gates = new Map<Controller, KeyGate>();
   for (const c of controllers) {
     const field = fields.get(c) as ShardKeyField;
+    // By uid, a deleted object is no longer cached, yet its not-found run is due on the replica that
+    // held it: the shard of a deleted key is remembered until that key is next dispatched (only then:
+    // a later object of the same name may belong to another replica's shard).
+    const gone = new Map<string, number>();
+    if (field === "uid")
+      cache.informer(c.forKind).addEventHandler({
+        onAdd: (obj) => void gone.delete(objectKey(obj)),
+        onDelete: (obj) => {
+          const key = objectKey(obj);
+          gone.delete(key);
+          gone.set(key, router.shardOf(obj, "uid"));
+          if (gone.size > DELETED_KEYS_LIMIT) gone.delete(gone.keys().next().value ?? "");
+        },
+      });
     gates.set(
       c,
       router.gate((key) => {
         const req = keyToRequest(key);
         if (field === "namespace") return router.space.shardOf(req.namespace ?? "");
         // By uid: the cached object says which shard; a key whose object is not cached (not ours, or
-        // gone) is not this replica's to reconcile.
+        // gone before this replica saw it) is not this replica's to reconcile.
         try {
           const obj = cache.get(c.forKind, req.name, { namespace: req.namespace });
-          return obj ? router.shardOf(obj, "uid") : undefined;
+          if (obj) return router.shardOf(obj, "uid");
         } catch {
           return undefined;
         }
+        const shard = gone.get(key);
+        gone.delete(key);
+        return shard;
       }),
     );
   }

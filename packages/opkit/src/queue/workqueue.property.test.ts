@@ -334,3 +334,79 @@ test("random interleavings keep the queue's invariants (1–4 workers)", LIMIT, 
     { numRuns: 200 },
   );
 });
+
+// Hundreds of keys and thousands of adds, raises and runs: enough replaced entries to make the queue
+// rebuild its ready lists, and long FIFO runs to make them compact, which 4 keys never reach.
+test(
+  "many keys: raised priorities, rebuilds and compaction keep priority/FIFO order and counts",
+  LIMIT,
+  () => {
+    const keyCount = 300;
+    const manyOp = fc.oneof(
+      {
+        weight: 6,
+        arbitrary: fc.record({
+          t: fc.constant("add" as const),
+          key: fc.nat(keyCount - 1),
+          // Many levels: a pending key can be raised again and again, each raise leaving a replaced entry.
+          priority: fc.oneof(
+            fc.constantFrom(PRIORITY_LOW, PRIORITY_NORMAL),
+            fc.integer({ min: -50, max: 50 }),
+          ),
+        }),
+      },
+      { weight: 3, arbitrary: fc.record({ t: fc.constant("get" as const) }) },
+      { weight: 3, arbitrary: fc.record({ t: fc.constant("done" as const), pick: fc.nat() }) },
+    );
+    fc.assert(
+      fc.property(fc.array(manyOp, { minLength: 1_000, maxLength: 4_000 }), (ops) => {
+        const q = new WorkQueue<string>({ clock: new FakeClock() });
+        let seq = 0;
+        const pending = new Map<string, { priority: number; seq: number }>();
+        const processing: string[] = [];
+        const dirtyWhileProcessing = new Map<string, number>();
+        for (const op of ops) {
+          if (op.t === "add") {
+            const key = `ns/k${op.key}`;
+            q.add(key, { priority: op.priority });
+            const p = pending.get(key);
+            if (p) p.priority = Math.max(p.priority, op.priority);
+            else if (processing.includes(key))
+              dirtyWhileProcessing.set(
+                key,
+                Math.max(op.priority, dirtyWhileProcessing.get(key) ?? op.priority),
+              );
+            else pending.set(key, { priority: op.priority, seq: seq++ });
+          } else if (op.t === "get") {
+            let best: [string, { priority: number; seq: number }] | undefined;
+            for (const e of pending)
+              if (
+                !best ||
+                e[1].priority > best[1].priority ||
+                (e[1].priority === best[1].priority && e[1].seq < best[1].seq)
+              )
+                best = e;
+            const item = q.tryGet();
+            assert.equal(item?.key, best?.[0]);
+            if (best) {
+              assert.equal(item?.priority, best[1].priority);
+              pending.delete(best[0]);
+              processing.push(best[0]);
+            }
+          } else if (processing.length > 0) {
+            const [key] = processing.splice(op.pick % processing.length, 1) as [string];
+            q.done(key);
+            const d = dirtyWhileProcessing.get(key);
+            if (d !== undefined) {
+              dirtyWhileProcessing.delete(key);
+              pending.set(key, { priority: d, seq: seq++ });
+            }
+          }
+          assert.equal(q.len(), pending.size);
+          assert.equal(q.processingCount(), processing.length);
+        }
+      }),
+      { numRuns: 30 },
+    );
+  },
+);

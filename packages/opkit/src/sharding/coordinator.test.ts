@@ -299,4 +299,85 @@ describe("shard coordination", () => {
     await a.coordinator.stop();
     assert.equal(store.heartbeatOf("a"), undefined, "a clean stop deletes its own heartbeat");
   });
+
+  it("a replica restarted with the same identity takes back the shard Leases that still name it", async () => {
+    const clock = new FakeClock(1_000_000);
+    const store = new MemoryLeases();
+    const first = new Replica("op-0", store, clock, 2);
+    first.start();
+    await advance(clock, 3_000, () => undefined);
+    assert.equal(first.working.size, 2);
+    // It crashes: its Leases still name it. A new process with the same identity (a StatefulSet pod)
+    // starts, alone: nobody else will ever take those Leases.
+    first.coordinator["stopped"] = true;
+    const second = new Replica("op-0", store, clock, 2);
+    second.start();
+    await advance(clock, 20_000, () => undefined);
+    assert.deepEqual([...second.working].sort(), [0, 1]);
+    assert.deepEqual(store.holders(2), ["op-0", "op-0"]);
+  });
+
+  it("a replica whose heartbeat Lease cannot be written keeps its renewed shards; nobody overlaps it", async () => {
+    const clock = new FakeClock(1_000_000);
+    const store = new MemoryLeases();
+    const replicas = ["a", "bb", "ccc"].map((id) => new Replica(id, store, clock, 12));
+    // a's heartbeat writes are refused (e.g. a webhook or RBAC on that name); its shard writes work.
+    const a = replicas[0] as Replica;
+    const inner = store.client();
+    const heartbeat = a.coordinator["heartbeat"] as unknown as { name: string; client: ShardLeaseClient };
+    const refuse = (obj: KubeObject): boolean => obj.metadata.name === heartbeat.name;
+    const forbidden = new ConflictError(403, { reason: "Forbidden" }, req);
+    heartbeat.client = {
+      ...inner,
+      create: (async (obj: KubeObject) => {
+        if (refuse(obj)) throw forbidden;
+        return inner.create(obj);
+      }) as ShardLeaseClient["create"],
+      update: (async (obj: KubeObject) => {
+        if (refuse(obj)) throw forbidden;
+        return inner.update(obj);
+      }) as ShardLeaseClient["update"],
+    };
+    for (const r of replicas) r.start();
+    await advance(clock, 30_000, noOverlap(replicas));
+    const total = replicas.reduce((n, r) => n + r.working.size, 0);
+    assert.equal(total, 12, `every shard worked on once: ${replicas.map((r) => r.working.size).join(",")}`);
+    assert.ok(a.working.size > 0, "a keeps working on shards it renews");
+    assert.equal(store.leases.get(heartbeat.name), undefined, "a's heartbeat was never written");
+    for (const r of replicas)
+      for (const s of r.working)
+        assert.equal(store.holders(12)[s], r.id, `lease of shard ${s} names ${r.id}`);
+  });
+
+  it("a replica whose list of Leases fails keeps its view of the others and takes nothing meanwhile", async () => {
+    const clock = new FakeClock(1_000_000);
+    const store = new MemoryLeases();
+    const replicas = ["a", "bb"].map((id) => new Replica(id, store, clock, 4));
+    for (const r of replicas) r.start();
+    await advance(clock, 10_000, noOverlap(replicas));
+    const a = replicas[0] as Replica;
+    assert.equal(a.coordinator.replicas(), 2);
+    // a's lists fail from now on (its renewals still work): it must not count itself alone.
+    let gets = 0;
+    const client = a.coordinator["client"];
+    const inner = store.client();
+    (a.coordinator as unknown as { client: ShardLeaseClient }).client = {
+      ...client,
+      list: async () => {
+        throw new ConflictError(500, { reason: "InternalError" }, req);
+      },
+    };
+    for (const s of a.coordinator["shards"] as unknown as { lock: { client: ShardLeaseClient } }[])
+      s.lock.client = {
+        ...inner,
+        get: ((...args: Parameters<ShardLeaseClient["get"]>) => {
+          gets++;
+          return inner.get(...args);
+        }) as ShardLeaseClient["get"],
+      };
+    await advance(clock, 20_000, noOverlap(replicas));
+    assert.equal(a.coordinator.replicas(), 2, "a still counts two replicas");
+    assert.equal(gets, 0, "a tried to take no shard while it could not see the others");
+    assert.equal(a.working.size + (replicas[1] as Replica).working.size, 4);
+  });
 });

@@ -151,6 +151,7 @@ export class ShardCoordinator {
   private timer: TimerHandle | undefined;
   private tickRunning: Promise<void> | undefined;
   private stopped = true;
+  private stopping: Promise<void> | undefined;
   private liveReplicas = 1;
 
   constructor(options: ShardCoordinatorOptions) {
@@ -224,6 +225,7 @@ export class ShardCoordinator {
   start(callbacks: ShardCallbacks): void {
     if (!this.stopped) return;
     this.stopped = false;
+    this.stopping = undefined;
     this.callbacks = callbacks;
     this.schedule(0);
   }
@@ -231,36 +233,55 @@ export class ShardCoordinator {
   /**
    * Stop taking shards, hand back every held shard (after `releasing` resolved for it) and delete the
    * heartbeat, so successors need not wait for expiry and the others count one replica less at once.
+   * Until a shard's `releasing` resolved its Lease is still renewed, however long that takes: a successor
+   * never starts while its work may still run.
    */
-  async stop(): Promise<void> {
+  stop(): Promise<void> {
+    this.stopping ??= this.drainAndStop();
+    return this.stopping;
+  }
+
+  private async drainAndStop(): Promise<void> {
     if (this.stopped) return;
-    this.stopped = true;
     if (this.timer !== undefined) this.clock.clearTimeout(this.timer);
+    this.timer = undefined;
     await this.tickRunning;
-    const callbacks = this.callbacks;
-    await Promise.all(
-      this.shards
-        .filter((s) => s.state !== "free")
-        .map(async (s) => {
-          if (s.state === "held") await callbacks?.releasing(s.index);
-          else await s.drain;
-          await this.releaseShard(s);
-        }),
-    );
+    const callbacks = this.callbacks as ShardCallbacks;
+    for (const s of this.shards) if (s.state === "held") this.beginRelease(s, callbacks);
+    // Rounds go on without acquisitions: they renew the shards still draining, release the drained
+    // ones and notice losses, until every shard is free.
+    while (!this.stopped && this.shards.some((s) => s.state !== "free")) {
+      let timer: TimerHandle | undefined;
+      await Promise.race([
+        ...this.shards.filter((s) => s.state === "draining" && !s.drained).map((s) => s.drain),
+        new Promise<void>((resolve) => (timer = this.clock.setTimeout(resolve, this.retryPeriodMs))),
+      ]);
+      if (timer !== undefined) this.clock.clearTimeout(timer);
+      await this.tick();
+    }
+    if (this.stopped) return; // abandoned: nothing is released
+    this.stopped = true;
     await this.removeHeartbeat();
   }
 
-  /** Delete our heartbeat as last written (release it when this client cannot delete). */
+  /**
+   * Delete our heartbeat as last written (release it when this client cannot delete), within the renew
+   * deadline: a silent API server must not hold the stop.
+   */
   private async removeHeartbeat(): Promise<void> {
     const resourceVersion = this.heartbeat.resourceVersion();
+    const remove = this.client.delete?.bind(this.client);
     try {
-      if (this.client.delete && this.heartbeat.holdsObserved() && resourceVersion) {
-        await this.client.delete(Leases, this.heartbeat.name, {
-          namespace: this.namespace,
-          preconditions: { resourceVersion },
-        });
-        this.logger?.info({ lease: this.heartbeat.name }, "heartbeat lease deleted");
-      } else await this.heartbeat.release();
+      await this.bounded(this.clock.now() + this.renewDeadlineMs, async (signal) => {
+        if (remove && this.heartbeat.holdsObserved() && resourceVersion) {
+          await remove(Leases, this.heartbeat.name, {
+            namespace: this.namespace,
+            preconditions: { resourceVersion },
+            signal,
+          });
+          this.logger?.info({ lease: this.heartbeat.name }, "heartbeat lease deleted");
+        } else await this.heartbeat.release(signal);
+      });
     } catch (err) {
       if (err instanceof NotFoundError) return;
       this.logger?.warn({ err: String(err) }, "could not remove the heartbeat lease");
@@ -273,11 +294,9 @@ export class ShardCoordinator {
    * delete fail with a conflict and keeps its heartbeat.
    */
   private async collectDeadMembers(leases: Lease[]): Promise<void> {
-    // Forget heartbeats that are gone (deleted by another replica); an empty list may be a failed one.
-    if (leases.length > 0) {
-      const listed = new Set(leases.map((l) => l.metadata.name ?? ""));
-      for (const name of this.members.keys()) if (!listed.has(name)) this.members.delete(name);
-    }
+    // Forget heartbeats that are gone (deleted by another replica); a failed list never gets here.
+    const listed = new Set(leases.map((l) => l.metadata.name ?? ""));
+    for (const name of this.members.keys()) if (!listed.has(name)) this.members.delete(name);
     const remove = this.client.delete?.bind(this.client);
     if (!remove) return;
     const now = this.clock.now();
@@ -289,7 +308,11 @@ export class ShardCoordinator {
       if (!seen || !resourceVersion || now - seen.at < seen.durationMs + this.deadMemberGraceMs) continue;
       if (this.stopped) return;
       try {
-        await remove(Leases, name, { namespace: this.namespace, preconditions: { resourceVersion } });
+        // Bounded like every Lease request of a round: a hung delete must not delay the next renewals.
+        const done = await this.bounded(this.clock.now() + this.retryPeriodMs, (signal) =>
+          remove(Leases, name, { namespace: this.namespace, preconditions: { resourceVersion }, signal }),
+        );
+        if (done === false) continue;
         this.members.delete(name);
         this.logger?.info(
           { lease: name, holder: lease.spec?.holderIdentity ?? "", unchangedMs: Math.round(now - seen.at) },
@@ -304,6 +327,33 @@ export class ShardCoordinator {
     }
   }
 
+  /**
+   * Give up at once, e.g. when a stop's grace period ended with work still running: every shard not
+   * yet free is `lost` (its work's signals abort) and no Lease is renewed or released any more, so each
+   * expires for the others one lease duration after its last renewal. Resolves when a round still in
+   * flight has ended.
+   */
+  async abandon(reason: string): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    if (this.timer !== undefined) this.clock.clearTimeout(this.timer);
+    this.timer = undefined;
+    const callbacks = this.callbacks as ShardCallbacks;
+    for (const s of this.shards) {
+      if (s.state === "free") continue;
+      s.state = "free";
+      this.logger?.warn({ shard: s.index, reason }, "shard abandoned; its Lease expires");
+      this.metrics?.handover("lost");
+      try {
+        callbacks.lost(s.index, reason);
+      } catch (err) {
+        this.logger?.error({ err: String(err) }, "shard lost callback failed");
+      }
+    }
+    this.reportHeld();
+    await this.tickRunning;
+  }
+
   /** One round (exposed for tests that drive rounds themselves). */
   async tick(): Promise<void> {
     if (this.tickRunning) return this.tickRunning;
@@ -314,7 +364,7 @@ export class ShardCoordinator {
   private schedule(delayMs: number): void {
     this.timer = this.clock.setTimeout(() => {
       void this.tick().then(() => {
-        if (!this.stopped) this.schedule(this.retryPeriodMs);
+        if (!this.stopped && !this.stopping) this.schedule(this.retryPeriodMs);
       });
     }, delayMs);
   }
@@ -322,53 +372,15 @@ export class ShardCoordinator {
   private async round(): Promise<void> {
     if (this.stopped) return;
     const callbacks = this.callbacks as ShardCallbacks;
-    await this.heartbeat.tryAcquireOrRenew();
-    let leases: Lease[];
-    try {
-      leases = (
-        await this.client.list(Leases, {
-          namespace: this.namespace,
-          labelSelector: `${SHARD_GROUP_LABEL}=${this.group}`,
-        })
-      ).items;
-    } catch (err) {
-      this.logger?.warn({ err: String(err) }, "could not list shard leases; renewing only");
-      leases = [];
-    }
-    const now = this.clock.now();
-    this.observe(leases, now);
-
-    // Renew what we hold; release what finished draining; notice what we lost.
-    await Promise.all(
-      this.shards
-        .filter((s) => s.state !== "free")
-        .map(async (s) => {
-          if (s.state === "draining" && s.drained) return this.releaseShard(s);
-          if (await s.lock.tryAcquireOrRenew()) {
-            s.lastRenew = this.clock.now();
-            return;
-          }
-          const holder = s.lock.holder();
-          const taken = holder !== "" && holder !== this.identity;
-          if (taken || this.clock.now() - s.lastRenew >= this.renewDeadlineMs) {
-            const reason = taken
-              ? `lease is held by ${holder}`
-              : `not renewed within ${this.renewDeadlineMs} ms: ${s.lock.lastError || "unknown error"}`;
-            s.state = "free";
-            this.logger?.error({ shard: s.index, reason }, "shard lost");
-            this.metrics?.handover("lost");
-            this.reportHeld();
-            try {
-              callbacks.lost(s.index, reason);
-            } catch (err) {
-              this.logger?.error({ err: String(err) }, "shard lost callback failed");
-            }
-          }
-        }),
-    );
-    if (this.stopped) return;
+    // Renewals do not wait for the heartbeat or the list: a hung request there must not keep a held
+    // shard from being renewed, or from being given up at its renew deadline.
+    const [leases] = await Promise.all([this.readMembership(), this.renewHeld(callbacks)]);
+    // Without a list, what others hold and who is alive is unknown: keep what was last seen (counting
+    // no one would make this replica its only member) and take nothing this round.
+    if (leases === undefined || this.stopped || this.stopping) return;
+    this.observe(leases, this.clock.now());
     await this.collectDeadMembers(leases);
-    if (this.stopped) return;
+    if (this.stopped || this.stopping) return;
 
     const fair = fairShare(this.count, this.liveReplicas);
     const held = this.shards.filter((s) => s.state === "held");
@@ -377,12 +389,18 @@ export class ShardCoordinator {
       // Hand back the highest-numbered extras; each is released once its work has stopped.
       for (const s of held.slice(fair)) this.beginRelease(s, callbacks);
     } else if (held.length + draining < fair) {
-      const candidates = this.shards.filter((s) => s.state === "free" && s.lock.takeable(this.clock.now()));
+      // A Lease that still names us (a restart with a fixed identity, or an attempt abandoned at its
+      // deadline that landed anyway) is ours to renew, as client-go's elector renews its own record.
+      const candidates = this.shards.filter(
+        (s) => s.state === "free" && (s.lock.takeable(this.clock.now()) || s.lock.holdsObserved()),
+      );
       shuffle(candidates, this.random);
       let want = fair - held.length - draining;
+      // Acquisitions get one retry period in all, so the next round's renewals are never late for them.
+      const phaseEnd = this.clock.now() + this.retryPeriodMs;
       for (const s of candidates) {
-        if (want <= 0 || this.stopped) break;
-        if (!(await s.lock.tryAcquireOrRenew())) continue;
+        if (want <= 0 || this.stopped || this.clock.now() >= phaseEnd) break;
+        if (!(await this.bounded(phaseEnd, (signal) => s.lock.tryAcquireOrRenew(signal)))) continue;
         s.state = "held";
         s.drained = false;
         s.lastRenew = this.clock.now();
@@ -396,6 +414,89 @@ export class ShardCoordinator {
           this.logger?.error({ err: String(err) }, "shard acquired callback failed");
         }
       }
+    }
+  }
+
+  /**
+   * Renew the heartbeat and list the group's Leases, both within one retry period: the round (and so
+   * the next renewal of held shards) never waits longer for them.
+   */
+  private async readMembership(): Promise<Lease[] | undefined> {
+    const deadline = this.clock.now() + this.retryPeriodMs;
+    await this.bounded(deadline, (signal) => this.heartbeat.tryAcquireOrRenew(signal));
+    try {
+      const list = await this.bounded(deadline, (signal) =>
+        this.client.list(Leases, {
+          namespace: this.namespace,
+          labelSelector: `${SHARD_GROUP_LABEL}=${this.group}`,
+          signal,
+        }),
+      );
+      if (list === false) throw new Error(`no answer within ${this.retryPeriodMs} ms`);
+      return list.items;
+    } catch (err) {
+      this.logger?.warn({ err: String(err) }, "could not list shard leases; renewing only");
+      return undefined;
+    }
+  }
+
+  /**
+   * Renew what we hold; release what finished draining; notice what we lost. Each renewal must land
+   * before its shard's renew deadline, counted from the last successful renewal (as client-go's elector
+   * counts it; others count the lease duration from when they saw that write, which is later): a
+   * request that hangs is abandoned then and the shard is lost, before anyone else can take it.
+   */
+  private async renewHeld(callbacks: ShardCallbacks): Promise<void> {
+    await Promise.all(
+      this.shards
+        .filter((s) => s.state !== "free")
+        .map(async (s) => {
+          if (s.state === "draining" && s.drained) return this.releaseShard(s);
+          const deadline = s.lastRenew + this.renewDeadlineMs;
+          if (await this.bounded(deadline, (signal) => s.lock.tryAcquireOrRenew(signal))) {
+            s.lastRenew = this.clock.now();
+            return;
+          }
+          const holder = s.lock.holder();
+          const taken = holder !== "" && holder !== this.identity;
+          if (taken || this.clock.now() >= deadline) {
+            const reason = taken
+              ? `lease is held by ${holder}`
+              : `not renewed within ${this.renewDeadlineMs} ms: ${s.lock.lastError || "no answer in time"}`;
+            s.state = "free";
+            this.logger?.error({ shard: s.index, reason }, "shard lost");
+            this.metrics?.handover("lost");
+            this.reportHeld();
+            try {
+              callbacks.lost(s.index, reason);
+            } catch (err) {
+              this.logger?.error({ err: String(err) }, "shard lost callback failed");
+            }
+          }
+        }),
+    );
+  }
+
+  /**
+   * `attempt` with a signal that aborts at monotonic `deadline`; false when the deadline came first
+   * (whether or not the request honoured the signal).
+   */
+  private async bounded<T>(
+    deadline: number,
+    attempt: (signal: AbortSignal) => Promise<T>,
+  ): Promise<T | false> {
+    const abort = new AbortController();
+    let timer: TimerHandle | undefined;
+    const expired = new Promise<false>((resolve) => {
+      timer = this.clock.setTimeout(() => {
+        abort.abort(new Error("lease deadline passed"));
+        resolve(false);
+      }, deadline - this.clock.now());
+    });
+    try {
+      return await Promise.race([attempt(abort.signal), expired]);
+    } finally {
+      if (timer !== undefined) this.clock.clearTimeout(timer);
     }
   }
 
@@ -414,7 +515,10 @@ export class ShardCoordinator {
 
   private async releaseShard(s: Shard): Promise<void> {
     try {
-      await s.lock.release();
+      const released = await this.bounded(s.lastRenew + this.renewDeadlineMs, (signal) =>
+        s.lock.release(signal),
+      );
+      if (released === false) throw new Error("no answer within the renew deadline");
       this.logger?.info({ shard: s.index }, "shard released");
     } catch (err) {
       this.logger?.warn({ shard: s.index, err: String(err) }, "releasing a shard failed; it expires instead");
