@@ -4,6 +4,7 @@
  */
 import { Command } from "commander";
 import { readFileSync } from "node:fs";
+import { buildCommand } from "./commands/build.ts";
 import { envCommand } from "./commands/env.ts";
 import { generateCommands } from "./commands/generate.ts";
 import { operatorCommands } from "./commands/operator.ts";
@@ -26,6 +27,7 @@ for (const c of [
   ...projectCommands(),
   ...generateCommands(),
   ...operatorCommands(),
+  buildCommand(),
   topCommand(),
   envCommand(),
 ])

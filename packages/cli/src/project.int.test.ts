@@ -257,13 +257,15 @@ describe("a new operator project, as a new user makes it", () => {
       "node_modules stays out of the context",
     );
     const app = join(replay.final.root, "app");
+    // The runtime stage carries the bundle of `opkit build`, not the TypeScript.
     assert.deepEqual((await readdir(app)).sort(), [
+      "dist",
       "node_modules",
       "package-lock.json",
       "package.json",
-      "src",
       "vendor",
     ]);
+    assert.ok(existsSync(join(app, "dist", "main.js")), "the image runs dist/main.js");
     for (const dev of ["typescript", "@opkit/cli"])
       assert.ok(!existsSync(join(app, "node_modules", dev)), `${dev} is a dev dependency: not in the image`);
 

@@ -167,15 +167,15 @@ export async function generateProject(
     objects,
     monitoring,
   });
-  // Projects run their TypeScript directly on Node 24; the "build" script type-checks.
+  // A project with a "build" script (`tsc --noEmit && opkit build`, as scaffolded) ships the bundle in
+  // dist/; older ones run their TypeScript directly on Node 24 after a type-check.
   // A project made with vendored opkit tarballs (file:vendor/*.tgz in the lockfile) needs them for npm ci.
   const installFiles = existsSync(join(project, "vendor")) ? ["vendor"] : [];
-  const recipe = dockerfile({
-    entrypoint: "src/main.ts",
-    buildScript: "typecheck",
-    copy: ["src"],
-    installFiles,
-  });
+  const recipe = dockerfile(
+    (await hasScript(project, "build"))
+      ? { installFiles }
+      : { entrypoint: "src/main.ts", buildScript: "typecheck", copy: ["src"], installFiles },
+  );
   await writeIfChanged(join(root, "Dockerfile"), recipe);
   await writeIfChanged(join(root, ".dockerignore"), dockerignore());
   const after = await snapshot(root);
@@ -308,4 +308,16 @@ export function generateCommands(): Command[] {
     });
 
   return [generate, deploy, undeploy];
+}
+
+/** Whether the project's package.json defines the npm script `name`. */
+async function hasScript(project: string, name: string): Promise<boolean> {
+  try {
+    const pkg = JSON.parse(await readFile(join(project, "package.json"), "utf8")) as {
+      scripts?: Record<string, string>;
+    };
+    return typeof pkg.scripts?.[name] === "string";
+  } catch {
+    return false;
+  }
 }

@@ -37,6 +37,7 @@ export function packageJson(v: ProjectVars): string {
         scripts: {
           start: "node src/main.ts",
           typecheck: "tsc --noEmit",
+          build: "tsc --noEmit && opkit build",
           test: "node --test --test-concurrency=1 'test/**/*.test.ts'",
           generate: "opkit generate",
         },

@@ -170,7 +170,9 @@ export async function loadClusterConfig(
       "no Kubernetes cluster configured: pass a kubeconfig path, set KUBECONFIG, create ~/.kube/config, or run inside a cluster",
     );
   }
-  const { parse } = await import("yaml");
+  // yaml is CommonJS on Node: its module object is the default export, natively and in a bundle alike
+  // (a bundle's chunk of a CommonJS package has no named exports).
+  const { parse } = (await import("yaml")).default;
   const docs: { doc: RawKubeconfig; file: string }[] = [];
   for (const file of files) {
     let text: string;

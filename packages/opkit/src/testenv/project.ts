@@ -25,11 +25,12 @@ export interface OperatorProject {
    * resolves once its caches synced. Call again after a stop or kill to restart it. `opts.env` is added
    * to the process's environment (e.g. POD_NAMESPACE for the Lease of `--leader-elect`), and
    * `opts.kubeconfig` replaces the ServiceAccount's kubeconfig (e.g. one through a fault proxy that
-   * still impersonates it).
+   * still impersonates it), and `opts.entry` runs another file of the project (e.g. the `dist/main.js`
+   * bundle of `opkit build`).
    */
   start(
     args?: readonly string[],
-    opts?: { env?: Readonly<Record<string, string>>; kubeconfig?: string },
+    opts?: { env?: Readonly<Record<string, string>>; kubeconfig?: string; entry?: string },
   ): Promise<OperatorProcess>;
   /** Stop every process started here and remove the ServiceAccount's cluster-scoped RBAC. */
   cleanup(): Promise<void>;
@@ -65,7 +66,7 @@ export async function operatorProject(
     namespace,
     session,
     async start(args = [], opts = {}) {
-      const op = startOperatorProcess(join(root, "src", "main.ts"), {
+      const op = startOperatorProcess(join(root, opts.entry ?? join("src", "main.ts")), {
         env: opts.env,
         args: [
           "--kubeconfig",
