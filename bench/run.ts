@@ -6,8 +6,9 @@
  *
  * Environment: FIGURES=a,b (default all), BENCH_N (AppServices for converge, default 1000),
  * BENCH_PODS (cache sizes, default "10000,50000"), BENCH_REPS (runs per side, default 2),
- * BENCH_RATE and BENCH_LATENCY_SECONDS (latency: updates/s, default 200, for 10 s),
- * BENCH_GO_BIN (the Go peer, built by make), BENCH_OUT (default bench/results/latest.json).
+ * BENCH_RATE, BENCH_LATENCY_SECONDS and BENCH_LATENCY_OBJECTS (latency: updates/s, default 200, for
+ * 10 s, over 20 AppServices), BENCH_GO_BIN (the Go peer, built by make), BENCH_OUT (default
+ * bench/results/latest.json), BENCH_ENV (the env's name, default "bench").
  */
 import { execFileSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -41,6 +42,7 @@ const podSizes = env("BENCH_PODS", "10000,50000")
   .filter((x) => x > 0);
 const goBin = env("BENCH_GO_BIN", join(process.env.HOME ?? "/root", ".cache/opkit/bench/go-appservice"));
 const out = env("BENCH_OUT", join(here, "results/latest.json"));
+const envName = env("BENCH_ENV", "bench");
 const log = (m: string) => process.stderr.write(`>> ${m}\n`);
 
 const figures: Figure[] = [];
@@ -109,9 +111,9 @@ async function main(): Promise<void> {
     selected.includes(f),
   );
   if (cluster.length > 0) {
-    plane = new ControlPlane("bench");
+    plane = new ControlPlane(envName);
     ownEnv = !(await plane.isRunning());
-    log(ownEnv ? `starting env "bench"` : `using the running env "bench" (left running)`);
+    log(ownEnv ? `starting env "${envName}"` : `using the running env "${envName}" (left running)`);
     const up = await plane.up({ onProgress: (m) => log(m) });
     const kubeconfig = up.kubeconfig;
     if (selected.includes("cache-memory") || selected.includes("startup")) {
@@ -135,7 +137,8 @@ async function main(): Promise<void> {
     if (selected.includes("latency")) {
       const rate = Number(env("BENCH_RATE", "200"));
       const seconds = Number(env("BENCH_LATENCY_SECONDS", "10"));
-      figures.push(...(await runLatency({ kubeconfig, goBin, root, reps, rate, seconds, log })));
+      const apps = Number(env("BENCH_LATENCY_OBJECTS", "20"));
+      figures.push(...(await runLatency({ kubeconfig, goBin, root, reps, rate, seconds, apps, log })));
     }
     if (selected.includes("failover")) {
       figures.push(...(await runFailover({ kubeconfig, goBin, reps, root, log })));

@@ -134,19 +134,22 @@ export function peakRss(pid: number): number {
 
 /**
  * The AppService operator, Go peer or opkit, with the same flags on both sides: metrics on
- * `metricsAddress` (default any free port), leader election when asked, the Go peer unthrottled.
+ * `metricsAddress` (default any free port), leader election when asked, the Go peer unthrottled;
+ * `logReconciles` makes both print one line per reconcile with its event → reconcile-start wait.
  */
 export function startAppService(
   impl: "go" | "opkit",
   o: { kubeconfig: string; goBin: string; root: string },
-  opts: { leaderElect?: boolean; metricsAddress?: string } = {},
+  opts: { leaderElect?: boolean; metricsAddress?: string; logReconciles?: boolean } = {},
 ): Proc {
   const common = [
     ...(opts.leaderElect ? ["--leader-elect"] : []),
     ...(opts.metricsAddress ? ["--metrics-bind-address", opts.metricsAddress] : []),
   ];
   return impl === "go"
-    ? start(o.goBin, [...common, "--qps", "-1"], { env: { KUBECONFIG: o.kubeconfig } })
+    ? start(o.goBin, [...common, "--qps", "-1", ...(opts.logReconciles ? ["--log-reconciles"] : [])], {
+        env: { KUBECONFIG: o.kubeconfig },
+      })
     : start(process.execPath, [
         join(o.root, "operators/appservice/src/main.ts"),
         "--kubeconfig",
@@ -157,5 +160,7 @@ export function startAppService(
         "0",
         "--log-format",
         "json",
+        // At debug level each reconcile's "reconcile done" line carries its queue wait (queuedMs).
+        ...(opts.logReconciles ? ["--log-level", "debug"] : []),
       ]);
 }

@@ -43,6 +43,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -330,12 +331,15 @@ func main() {
 		LeaderElectionReleaseOnCancel: true,
 	})
 	must(err)
-	wc := &writeCounter{log: *logReconciles}
+	wc := &writeCounter{log: *logReconciles, pending: map[string]time.Time{}}
 	r := &reconciler{Client: mgr.GetClient(), writes: wc}
+	// The recorder is the last predicate of each watch: it sees only events that are queued. Children
+	// are named as their AppService, so an event's object names the key it wakes.
+	rec := wc.predicate()
 	must(ctrl.NewControllerManagedBy(mgr).
-		For(&AppService{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Owns(&appsv1.Deployment{}).
-		Owns(&corev1.Service{}).
+		For(&AppService{}, builder.WithPredicates(predicate.GenerationChangedPredicate{}, rec)).
+		Owns(&appsv1.Deployment{}, builder.WithPredicates(rec)).
+		Owns(&corev1.Service{}, builder.WithPredicates(rec)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: *workers}).
 		Complete(r))
 	go func() {
@@ -357,12 +361,50 @@ func main() {
 type writeCounter struct {
 	log          bool
 	statusWrites atomic.Int64
+	mu           sync.Mutex
+	pending      map[string]time.Time // key → arrival of its first event not yet reconciled
 }
 
-func (w *writeCounter) reconcileStarted(req reconcile.Request) {
-	if w.log {
-		emit(map[string]any{"event": "reconcile", "key": req.String(), "tsNs": time.Now().UnixNano()})
+// predicate records, with --log-reconciles, when the first not yet reconciled event of each key was
+// handled (the moment controller-runtime's handler queues the key), and lets every event through.
+func (w *writeCounter) predicate() predicate.Predicate {
+	record := func(o client.Object) bool {
+		if w.log {
+			now := time.Now()
+			key := o.GetNamespace() + "/" + o.GetName()
+			w.mu.Lock()
+			if _, ok := w.pending[key]; !ok {
+				w.pending[key] = now
+			}
+			w.mu.Unlock()
+		}
+		return true
 	}
+	return predicate.Funcs{
+		CreateFunc:  func(e event.CreateEvent) bool { return record(e.Object) },
+		UpdateFunc:  func(e event.UpdateEvent) bool { return record(e.ObjectNew) },
+		DeleteFunc:  func(e event.DeleteEvent) bool { return record(e.Object) },
+		GenericFunc: func(e event.GenericEvent) bool { return record(e.Object) },
+	}
+}
+
+// reconcileStarted prints, with --log-reconciles, one line per reconcile start with the time since the
+// first event that queued it (event → reconcile start; -1 when no event was recorded, e.g. a retry).
+func (w *writeCounter) reconcileStarted(req reconcile.Request) {
+	if !w.log {
+		return
+	}
+	now := time.Now()
+	key := req.String()
+	w.mu.Lock()
+	at, ok := w.pending[key]
+	delete(w.pending, key)
+	w.mu.Unlock()
+	queuedUs := int64(-1)
+	if ok {
+		queuedUs = now.Sub(at).Microseconds()
+	}
+	emit(map[string]any{"event": "reconcile", "key": key, "tsNs": now.UnixNano(), "queuedUs": queuedUs})
 }
 
 func probe(ctx context.Context, cfg *rest.Config, namespace string, stay bool, start time.Time) {
