@@ -138,7 +138,10 @@ async function main(): Promise<void> {
       const rate = Number(env("BENCH_RATE", "200"));
       const seconds = Number(env("BENCH_LATENCY_SECONDS", "10"));
       const apps = Number(env("BENCH_LATENCY_OBJECTS", "20"));
-      figures.push(...(await runLatency({ kubeconfig, goBin, root, reps, rate, seconds, apps, log })));
+      const update = env("BENCH_LATENCY_UPDATE", "label") === "image" ? "image" : "label";
+      figures.push(
+        ...(await runLatency({ kubeconfig, goBin, root, reps, rate, seconds, apps, update, log })),
+      );
     }
     if (selected.includes("failover")) {
       figures.push(...(await runFailover({ kubeconfig, goBin, reps, root, log })));

@@ -3,14 +3,15 @@
  * spread over a few AppServices (default 20, size 0), for the Go peer and opkit, alternating: p50 and
  * p99 of every reconcile that started during the stream.
  *
- * The update is a merge patch of an annotation on an AppService's Deployment: both operators own
- * their Deployments and reconcile the owner on every change of one, and an annotation changes nothing
- * else (no rollout, no status write, no apply that is not a no-op), so the apiserver sees one write per
+ * The update is a merge patch of a label on an AppService's Deployment: both operators own
+ * their Deployments and reconcile the owner on every change of one, and a label changes nothing
+ * else (an annotation would: the Deployment controller copies annotations to the ReplicaSet) (no rollout, no status write, no apply that is not a no-op), so the apiserver sees one write per
  * update. The earlier form of this figure patched `spec.image`, which made every update a Deployment
  * rollout (a new ReplicaSet, the old ones pruned, Deployment and AppService status writes: about eight
  * writes per update), sent without bound on in-flight requests; at 200/s that storm overran the
  * 2-core env's etcd and the apiserver answered 504 (its request timeout). Here at most `maxInflight`
  * patches are in flight; a send that would exceed it is counted as `behind` (the rate not sustained).
+ * BENCH_LATENCY_UPDATE=image brings back the image patches, to see their cost (writes per update).
  *
  * The wait is measured inside each operator, per reconcile: the Go peer (`--log-reconciles`) notes
  * when controller-runtime's handler passes the first not yet reconciled event of a key (a predicate
@@ -54,6 +55,7 @@ async function oneRun(
     seconds: number;
     apps: number;
     maxInflight: number;
+    update: "label" | "image";
     log: (m: string) => void;
   },
 ): Promise<Run> {
@@ -97,13 +99,20 @@ async function oneRun(
         const at = performance.now();
         inflight++;
         pending.push(
-          client
-            .patch(
-              Deployments,
-              name,
-              { metadata: { labels: { "bench.opkit.dev/tick": String(sent) } } },
-              { namespace: ns, type: "merge" },
-            )
+          (o.update === "image"
+            ? client.patch(
+                AppServices,
+                name,
+                { spec: { image: `nginx:1.${sent}` } },
+                { namespace: ns, type: "merge" },
+              )
+            : client.patch(
+                Deployments,
+                name,
+                { metadata: { labels: { "bench.opkit.dev/tick": String(sent) } } },
+                { namespace: ns, type: "merge" },
+              )
+          )
             .then(
               () => void patchMs.push(performance.now() - at),
               (err: unknown) => {
@@ -160,9 +169,12 @@ export async function runLatency(o: {
   rate: number;
   seconds: number;
   apps?: number;
+  /** "label" (default): a label on the Deployment; "image": the AppService's spec.image (a rollout each). */
+  update?: "label" | "image";
   log: (m: string) => void;
 }): Promise<Figure[]> {
   const apps = o.apps ?? 20;
+  const update = o.update ?? "label";
   const maxInflight = 64;
   const runs = { go: [] as Run[], opkit: [] as Run[] };
   for (let r = 0; r < o.reps; r++) {
@@ -170,7 +182,7 @@ export async function runLatency(o: {
       o.log(
         `latency: ${impl}, run ${r + 1} of ${o.reps}, ${o.rate} updates/s for ${o.seconds} s over ${apps} AppServices`,
       );
-      runs[impl].push(await oneRun(impl, r, { ...o, apps, maxInflight }));
+      runs[impl].push(await oneRun(impl, r, { ...o, apps, maxInflight, update }));
     }
   }
   const params = {
@@ -179,7 +191,10 @@ export async function runLatency(o: {
     appServices: apps,
     maxInflight,
     reps: o.reps,
-    update: "merge patch of an annotation on the AppService's Deployment",
+    update:
+      update === "image"
+        ? "merge patch of the AppService's spec.image (a Deployment rollout per update)"
+        : "merge patch of a label on the AppService's Deployment",
     achievedPerSecond: Math.round(Math.min(...[...runs.go, ...runs.opkit].map((r) => r.achieved))),
   };
   const pick = (k: keyof Run) => ({ opkit: runs.opkit.map((r) => r[k]), peer: runs.go.map((r) => r[k]) });
