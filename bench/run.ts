@@ -5,7 +5,8 @@
  * it then leaves running), and stops every process it started, also on failure and Ctrl-C.
  *
  * Environment: FIGURES=a,b (default all), BENCH_N (AppServices for converge, default 1000),
- * BENCH_PODS (cache sizes, default "10000,50000"), BENCH_REPS (runs per side, default 2),
+ * BENCH_PODS (cache sizes, default "10000,50000"), BENCH_STARTUP_OBJECTS (Services the operators
+ * cache at start-up, default 10000), BENCH_REPS (runs per side, default 2),
  * BENCH_RATE, BENCH_LATENCY_SECONDS and BENCH_LATENCY_OBJECTS (latency: updates/s, default 200, for
  * 10 s, over 20 AppServices), BENCH_GO_BIN (the Go peer, built by make), BENCH_OUT (default
  * bench/results/latest.json), BENCH_ENV (the env's name, default "bench").
@@ -21,6 +22,7 @@ import { runConverge } from "./lib/converge.ts";
 import { runCacheMemory } from "./lib/cachememory.ts";
 import { runFailover } from "./lib/failover.ts";
 import { runLatency } from "./lib/latency.ts";
+import { runStartup } from "./lib/startup.ts";
 import { decodeEventsPerSecond, queueOpsPerSecond, recordStream } from "./lib/pure.ts";
 import { killAll } from "./lib/procs.ts";
 import { figure, markdownTable, selectFigures, type Figure, type Results } from "./lib/stats.ts";
@@ -116,21 +118,15 @@ async function main(): Promise<void> {
     log(ownEnv ? `starting env "${envName}"` : `using the running env "${envName}" (left running)`);
     const up = await plane.up({ onProgress: (m) => log(m) });
     const kubeconfig = up.kubeconfig;
-    if (selected.includes("cache-memory") || selected.includes("startup")) {
-      figures.push(
-        ...(await runCacheMemory({
-          kubeconfig,
-          goBin,
-          sizes: podSizes,
-          reps,
-          memory: selected.includes("cache-memory"),
-          startup: selected.includes("startup"),
-          log,
-        })),
-      );
+    if (selected.includes("cache-memory")) {
+      figures.push(...(await runCacheMemory({ kubeconfig, goBin, sizes: podSizes, reps, log })));
     }
-    if (["converge", "latency", "failover"].some((f) => selected.includes(f)))
+    if (["startup", "converge", "latency", "failover"].some((f) => selected.includes(f)))
       await installAppServiceCrd(kubeconfig, root);
+    if (selected.includes("startup")) {
+      const objects = Number(env("BENCH_STARTUP_OBJECTS", "10000"));
+      figures.push(...(await runStartup({ kubeconfig, goBin, root, reps, objects, log })));
+    }
     if (selected.includes("converge")) {
       figures.push(...(await runConverge({ kubeconfig, goBin, n, reps, root, log })));
     }

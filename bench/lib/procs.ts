@@ -140,11 +140,18 @@ export function peakRss(pid: number): number {
 export function startAppService(
   impl: "go" | "opkit",
   o: { kubeconfig: string; goBin: string; root: string },
-  opts: { leaderElect?: boolean; metricsAddress?: string; logReconciles?: boolean } = {},
+  opts: {
+    leaderElect?: boolean;
+    metricsAddress?: string;
+    logReconciles?: boolean;
+    /** Where /healthz and /readyz are served (default: off). */
+    healthAddress?: string;
+  } = {},
 ): Proc {
   const common = [
     ...(opts.leaderElect ? ["--leader-elect"] : []),
     ...(opts.metricsAddress ? ["--metrics-bind-address", opts.metricsAddress] : []),
+    ...(opts.healthAddress ? ["--health-probe-bind-address", opts.healthAddress] : []),
   ];
   return impl === "go"
     ? start(o.goBin, [...common, "--qps", "-1", ...(opts.logReconciles ? ["--log-reconciles"] : [])], {
@@ -156,8 +163,7 @@ export function startAppService(
         o.kubeconfig,
         ...common,
         ...(opts.metricsAddress ? [] : ["--metrics-bind-address", "0"]),
-        "--health-probe-bind-address",
-        "0",
+        ...(opts.healthAddress ? [] : ["--health-probe-bind-address", "0"]),
         "--log-format",
         "json",
         // At debug level each reconcile's "reconcile done" line carries its queue wait (queuedMs).

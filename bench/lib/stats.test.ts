@@ -7,6 +7,7 @@ import {
   percentile,
   reconcileWaits,
   dueBy,
+  missingIndexes,
   ratio,
   selectFigures,
   sumMetric,
@@ -113,4 +114,10 @@ test("dueBy paces a steady rate and catches up after a late tick", () => {
   assert.equal(dueBy(5, 200, 1000), 2);
   assert.equal(dueBy(1000, 200, 1000), 201);
   assert.equal(dueBy(60_000, 200, 1000), 1000);
+});
+
+test("missingIndexes lists what is still to create, ignoring other names", () => {
+  assert.deepEqual(missingIndexes(["svc-0", "svc-2", "other", "svc-9"], 4, "svc-"), [1, 3]);
+  assert.deepEqual(missingIndexes([], 3, "p-"), [0, 1, 2]);
+  assert.deepEqual(missingIndexes(["p-0", "p-1"], 2, "p-"), []);
 });

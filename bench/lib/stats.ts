@@ -226,3 +226,14 @@ export function reconcileWaits(lines: readonly string[], sinceMs: number): numbe
 export function dueBy(elapsedMs: number, rate: number, total: number): number {
   return Math.min(total, Math.floor((elapsedMs / 1000) * rate) + 1);
 }
+
+/**
+ * The indexes i in 0..count-1 whose object `${prefix}${i}` is not among `names`: what a figure must
+ * still create to hold `count` objects (objects left by an earlier run are reused).
+ */
+export function missingIndexes(names: Iterable<string>, count: number, prefix: string): number[] {
+  const have = new Set(names);
+  const missing: number[] = [];
+  for (let i = 0; i < count; i++) if (!have.has(`${prefix}${i}`)) missing.push(i);
+  return missing;
+}
