@@ -6,7 +6,8 @@
  *
  * Environment: FIGURES=a,b (default all), BENCH_N (AppServices for converge, default 1000),
  * BENCH_PODS (cache sizes, default "10000,50000"), BENCH_STARTUP_OBJECTS (Services the operators
- * cache at start-up, default 10000), BENCH_REPS (runs per side, default 2),
+ * cache at start-up, default 10000), BENCH_SCHEDULE_PODS (pods to schedule on 100 kwok nodes, default
+ * 1000), BENCH_REPS (runs per side, default 2),
  * BENCH_RATE, BENCH_LATENCY_SECONDS and BENCH_LATENCY_OBJECTS (latency: updates/s, default 200, for
  * 10 s, over 20 AppServices), BENCH_GO_BIN (the Go peer, built by make), BENCH_OUT (default
  * bench/results/latest.json), BENCH_ENV (the env's name, default "bench").
@@ -22,15 +23,14 @@ import { runConverge } from "./lib/converge.ts";
 import { runCacheMemory } from "./lib/cachememory.ts";
 import { runFailover } from "./lib/failover.ts";
 import { runLatency } from "./lib/latency.ts";
+import { runSchedule } from "./lib/schedule.ts";
 import { runStartup } from "./lib/startup.ts";
 import { decodeEventsPerSecond, queueOpsPerSecond, recordStream } from "./lib/pure.ts";
 import { killAll } from "./lib/procs.ts";
 import { figure, markdownTable, selectFigures, type Figure, type Results } from "./lib/stats.ts";
 
 const ALL = ["queue", "decode", "cache-memory", "startup", "converge", "latency", "failover", "schedule"];
-const NOT_YET: Record<string, string> = {
-  schedule: "not implemented yet (operators/scheduler binding 1,000 pods on 100 kwok nodes)",
-};
+const NOT_YET: Record<string, string> = {};
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = dirname(here);
@@ -109,7 +109,7 @@ async function main(): Promise<void> {
       }),
     );
   }
-  const cluster = ["cache-memory", "startup", "converge", "latency", "failover"].filter((f) =>
+  const cluster = ["cache-memory", "startup", "converge", "latency", "failover", "schedule"].filter((f) =>
     selected.includes(f),
   );
   if (cluster.length > 0) {
@@ -141,6 +141,10 @@ async function main(): Promise<void> {
     }
     if (selected.includes("failover")) {
       figures.push(...(await runFailover({ kubeconfig, goBin, reps, root, log })));
+    }
+    if (selected.includes("schedule")) {
+      const pods = Number(env("BENCH_SCHEDULE_PODS", "1000"));
+      figures.push(...(await runSchedule({ plane, kubeconfig, root, reps, pods, log })));
     }
   }
   for (const f of selected) if (NOT_YET[f]) skipped.push({ name: f, reason: NOT_YET[f] });

@@ -8,6 +8,7 @@ import {
   reconcileWaits,
   dueBy,
   missingIndexes,
+  bindRate,
   ratio,
   selectFigures,
   sumMetric,
@@ -120,4 +121,11 @@ test("missingIndexes lists what is still to create, ignoring other names", () =>
   assert.deepEqual(missingIndexes(["svc-0", "svc-2", "other", "svc-9"], 4, "svc-"), [1, 3]);
   assert.deepEqual(missingIndexes([], 3, "p-"), [0, 1, 2]);
   assert.deepEqual(missingIndexes(["p-0", "p-1"], 2, "p-"), []);
+});
+
+test("bindRate is the pace from the first to the last event, NaN without a span", () => {
+  assert.equal(bindRate([1000, 1500, 3000]), 1); // 2 intervals over 2 s
+  assert.equal(bindRate([3000, 1000, 2000, 2000, 1500]), 2); // unordered: 4 intervals over 2 s
+  assert.ok(Number.isNaN(bindRate([5])));
+  assert.ok(Number.isNaN(bindRate([5, 5])));
 });

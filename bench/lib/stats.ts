@@ -237,3 +237,18 @@ export function missingIndexes(names: Iterable<string>, count: number, prefix: s
   for (let i = 0; i < count; i++) if (!have.has(`${prefix}${i}`)) missing.push(i);
   return missing;
 }
+
+/**
+ * Events per second between the first and the last of `times` (ms): (n − 1) ÷ (last − first), the pace
+ * once the work runs, without the wait before the first; NaN for fewer than two or no time between.
+ */
+export function bindRate(times: readonly number[]): number {
+  if (times.length < 2) return Number.NaN;
+  let first = Infinity;
+  let last = -Infinity;
+  for (const t of times) {
+    if (t < first) first = t;
+    if (t > last) last = t;
+  }
+  return last > first ? ((times.length - 1) * 1000) / (last - first) : Number.NaN;
+}
