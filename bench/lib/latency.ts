@@ -30,7 +30,7 @@ const WRITES = ["POST", "PUT", "PATCH", "DELETE", "APPLY"];
 
 interface App {
   metadata: { name?: string; generation?: number };
-  status?: { observedGeneration?: number };
+  status?: { observedGeneration?: number; conditions?: { type: string; status: string }[] };
 }
 
 interface Run {
@@ -68,12 +68,16 @@ async function oneRun(
   const p = startAppService(impl, o, { logReconciles: true });
   try {
     await p.waitFor(/"event":"ready"|caches synced/, 300_000);
-    // Every AppService has its Deployment and its first status before the stream starts.
+    // Every AppService has its Deployment and is Ready before the stream starts.
     for (;;) {
       const items = (await client.listAll(AppServices, { namespace: ns })).items as unknown as App[];
       const deps = (await client.listAll(Deployments, { namespace: ns })).items.length;
-      if (deps === o.apps && items.every((a) => a.status?.observedGeneration === a.metadata.generation))
-        break;
+      // Ready=True: the Deployment controller has observed the Deployment, so its own status writes
+      // (which make both operators write status too) are over before the stream starts.
+      const ready = (a: App) =>
+        a.status?.observedGeneration === a.metadata.generation &&
+        (a.status?.conditions ?? []).some((c) => c.type === "Ready" && c.status === "True");
+      if (deps === o.apps && items.every(ready)) break;
       await new Promise((r) => setTimeout(r, 500));
     }
     await new Promise((r) => setTimeout(r, 2000)); // let the Deployment controller's writes settle
