@@ -5,6 +5,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { createServer } from "node:net";
 import { join } from "node:path";
 
 /** A started process with its output lines. */
@@ -169,4 +170,16 @@ export function startAppService(
         // At debug level each reconcile's "reconcile done" line carries its queue wait (queuedMs).
         ...(opts.logReconciles ? ["--log-level", "debug"] : []),
       ]);
+}
+
+/** A free TCP port on 127.0.0.1 (closed again, so a process can bind it). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const addr = srv.address();
+      srv.close(() => resolve(typeof addr === "object" && addr ? addr.port : 0));
+    });
+  });
 }

@@ -16,11 +16,10 @@
 import { Pods, type KubeClient, type Pod } from "opkit";
 import { binDir, type ControlPlane } from "opkit/testenv";
 import { mkdtempSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { adminClient, deleteNamespaces, ensureNamespace, pool } from "./cluster.ts";
-import { start, type Proc } from "./procs.ts";
+import { freePort, start, type Proc } from "./procs.ts";
 import { bindRate, figure, type Figure } from "./stats.ts";
 
 const NODES = 100;
@@ -45,18 +44,6 @@ function pod(namespace: string, name: string, schedulerName: string): Pod {
       ],
     },
   };
-}
-
-/** A free TCP port on 127.0.0.1 (closed again, so a process can bind it). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const addr = srv.address();
-      srv.close(() => resolve(typeof addr === "object" && addr ? addr.port : 0));
-    });
-  });
 }
 
 /** A second kube-scheduler serving only `schedulerName`, from the env's binaries. */

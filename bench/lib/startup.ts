@@ -6,25 +6,12 @@
  * AppService owns them, so nothing is reconciled). Wall time and the process's CPU seconds at the
  * first 200, medians of the runs; the Services are deleted afterwards so later figures start empty.
  */
-import { createServer } from "node:net";
 import { Services, type KubeObject } from "opkit";
 import { adminClient, deleteNamespaces, ensureNamespace, pool } from "./cluster.ts";
-import { cpuSeconds, startAppService } from "./procs.ts";
+import { cpuSeconds, freePort, startAppService } from "./procs.ts";
 import { figure, missingIndexes, type Figure } from "./stats.ts";
 
 const NAMESPACE = "bench-startup";
-
-/** A free TCP port on 127.0.0.1 (closed again, so a process can bind it). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const addr = srv.address();
-      srv.close(() => resolve(typeof addr === "object" && addr ? addr.port : 0));
-    });
-  });
-}
 
 function headlessService(name: string): KubeObject {
   return {
