@@ -160,4 +160,6 @@ $(BENCH_GO_BIN): $(GO_PEER_SRC)
 	cd bench/peers/go-appservice && GOFLAGS=-mod=mod go build -o $@ .
 
 bench: build $(BENCH_GO_BIN)
+	# opkit's side runs the AppService operator as its image does: the opkit build bundle.
+	node packages/cli/dist/main.js build operators/appservice
 	BENCH_GO_BIN=$(BENCH_GO_BIN) node bench/run.ts

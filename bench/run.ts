@@ -5,11 +5,13 @@
  * it then leaves running), and stops every process it started, also on failure and Ctrl-C.
  *
  * Environment: FIGURES=a,b (default all), BENCH_N (AppServices for converge, default 1000),
- * BENCH_PODS (cache sizes, default "10000,50000"), BENCH_REPS (runs per side, default 2),
- * BENCH_RATE and BENCH_LATENCY_SECONDS (latency: updates/s, default 200, for 10 s),
- * BENCH_GO_BIN (the Go peer, built by make), BENCH_OUT (default bench/results/latest.json),
- * BENCH_ENV (the env's name, default "bench"). The env runs with the ShardedListAndWatch feature gate
- * (the shard figure's server-side filtering; the other figures do not use it).
+ * BENCH_PODS (cache sizes, default "10000,50000"), BENCH_STARTUP_OBJECTS (Services the operators
+ * cache at start-up, default 10000), BENCH_SCHEDULE_PODS (pods to schedule on 100 kwok nodes, default
+ * 1000), BENCH_REPS (runs per side, default 2),
+ * BENCH_RATE, BENCH_LATENCY_SECONDS and BENCH_LATENCY_OBJECTS (latency: updates/s, default 200, for
+ * 10 s, over 20 AppServices), BENCH_GO_BIN (the Go peer, built by make), BENCH_OUT (default
+ * bench/results/latest.json), BENCH_ENV (the env's name, default "bench"). The env runs with the
+ * ShardedListAndWatch feature gate (the shard figure's server-side filtering; the others do not use it).
  */
 import { execFileSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -22,7 +24,9 @@ import { runConverge } from "./lib/converge.ts";
 import { runCacheMemory } from "./lib/cachememory.ts";
 import { runFailover } from "./lib/failover.ts";
 import { runLatency } from "./lib/latency.ts";
+import { runSchedule } from "./lib/schedule.ts";
 import { runShard } from "./lib/shard.ts";
+import { runStartup } from "./lib/startup.ts";
 import { decodeEventsPerSecond, queueOpsPerSecond, recordStream } from "./lib/pure.ts";
 import { killAll } from "./lib/procs.ts";
 import { figure, markdownTable, selectFigures, type Figure, type Results } from "./lib/stats.ts";
@@ -38,9 +42,7 @@ const ALL = [
   "shard",
   "schedule",
 ];
-const NOT_YET: Record<string, string> = {
-  schedule: "not implemented yet (operators/scheduler binding 1,000 pods on 100 kwok nodes)",
-};
+const NOT_YET: Record<string, string> = {};
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = dirname(here);
@@ -54,6 +56,7 @@ const podSizes = env("BENCH_PODS", "10000,50000")
   .filter((x) => x > 0);
 const goBin = env("BENCH_GO_BIN", join(process.env.HOME ?? "/root", ".cache/opkit/bench/go-appservice"));
 const out = env("BENCH_OUT", join(here, "results/latest.json"));
+const envName = env("BENCH_ENV", "bench");
 const log = (m: string) => process.stderr.write(`>> ${m}\n`);
 
 const figures: Figure[] = [];
@@ -118,11 +121,10 @@ async function main(): Promise<void> {
       }),
     );
   }
-  const cluster = ["cache-memory", "startup", "converge", "latency", "failover", "shard"].filter((f) =>
-    selected.includes(f),
+  const cluster = ["cache-memory", "startup", "converge", "latency", "failover", "shard", "schedule"].filter(
+    (f) => selected.includes(f),
   );
   if (cluster.length > 0) {
-    const envName = env("BENCH_ENV", "bench");
     plane = new ControlPlane(envName);
     ownEnv = !(await plane.isRunning());
     log(ownEnv ? `starting env "${envName}"` : `using the running env "${envName}" (left running)`);
@@ -130,34 +132,36 @@ async function main(): Promise<void> {
     if (up.alreadyRunning && up.differences.length)
       log(`the running env differs from the bench's settings: ${up.differences.join("; ")}`);
     const kubeconfig = up.kubeconfig;
-    if (selected.includes("cache-memory") || selected.includes("startup")) {
-      figures.push(
-        ...(await runCacheMemory({
-          kubeconfig,
-          goBin,
-          sizes: podSizes,
-          reps,
-          memory: selected.includes("cache-memory"),
-          startup: selected.includes("startup"),
-          log,
-        })),
-      );
+    if (selected.includes("cache-memory")) {
+      figures.push(...(await runCacheMemory({ kubeconfig, goBin, sizes: podSizes, reps, log })));
     }
-    if (["converge", "latency", "failover", "shard"].some((f) => selected.includes(f)))
+    if (["startup", "converge", "latency", "failover", "shard"].some((f) => selected.includes(f)))
       await installAppServiceCrd(kubeconfig, root);
+    if (selected.includes("startup")) {
+      const objects = Number(env("BENCH_STARTUP_OBJECTS", "10000"));
+      figures.push(...(await runStartup({ kubeconfig, goBin, root, reps, objects, log })));
+    }
     if (selected.includes("converge")) {
       figures.push(...(await runConverge({ kubeconfig, goBin, n, reps, root, log })));
     }
     if (selected.includes("latency")) {
       const rate = Number(env("BENCH_RATE", "200"));
       const seconds = Number(env("BENCH_LATENCY_SECONDS", "10"));
-      figures.push(...(await runLatency({ kubeconfig, goBin, root, reps, rate, seconds, log })));
+      const apps = Number(env("BENCH_LATENCY_OBJECTS", "20"));
+      const update = env("BENCH_LATENCY_UPDATE", "label") === "image" ? "image" : "label";
+      figures.push(
+        ...(await runLatency({ kubeconfig, goBin, root, reps, rate, seconds, apps, update, log })),
+      );
     }
     if (selected.includes("failover")) {
       figures.push(...(await runFailover({ kubeconfig, goBin, reps, root, log })));
     }
     if (selected.includes("shard")) {
       figures.push(...(await runShard({ kubeconfig, goBin, n, reps, root, log })));
+    }
+    if (selected.includes("schedule")) {
+      const pods = Number(env("BENCH_SCHEDULE_PODS", "1000"));
+      figures.push(...(await runSchedule({ plane, kubeconfig, root, reps, pods, log })));
     }
   }
   for (const f of selected) if (NOT_YET[f]) skipped.push({ name: f, reason: NOT_YET[f] });

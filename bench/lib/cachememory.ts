@@ -1,8 +1,8 @@
 /**
- * cache-memory and startup: each cache (controller-runtime's, opkit's full and metadata-only,
+ * cache-memory: each cache (controller-runtime's, opkit's full and metadata-only,
  * client-node's informer) runs as its own process twice, once on an empty namespace and once on a
  * namespace of N realistic Pending Pods; bytes per Pod are (RSS with N − RSS empty) ÷ N, and the heap
- * the same way. startup is process start to cache synced with the first size (10,000 by default).
+ * the same way, and the time each takes to sync the list.
  */
 import { join } from "node:path";
 import { adminClient, ensureNamespace, ensurePods } from "./cluster.ts";
@@ -44,103 +44,82 @@ async function probe(impl: Impl, kubeconfig: string, goBin: string, namespace: s
   }
 }
 
-/** The cache-memory (and startup) figures for each size. */
+/** The cache-memory figures for each size. */
 export async function runCacheMemory(o: {
   kubeconfig: string;
   goBin: string;
   sizes: readonly number[];
   reps: number;
-  memory: boolean;
-  startup: boolean;
   log: (m: string) => void;
 }): Promise<Figure[]> {
   const client = await adminClient(o.kubeconfig);
   await ensureNamespace(client, EMPTY);
   const figures: Figure[] = [];
-  const impls: Impl[] = o.memory ? ["go", "opkit", "opkit-metadata", "client-node"] : ["go", "opkit"];
-  for (const [si, size] of [...o.sizes].sort((a, b) => a - b).entries()) {
-    if (!o.memory && si > 0) break;
+  const impls: Impl[] = ["go", "opkit", "opkit-metadata", "client-node"];
+  for (const size of [...o.sizes].sort((a, b) => a - b)) {
     o.log(`cache: ${size} Pending Pods in ${FULL}`);
     await ensurePods(client, FULL, size);
     const perPod: Record<Impl, number[]> = { go: [], opkit: [], "opkit-metadata": [], "client-node": [] };
     const heapPerPod: Record<Impl, number[]> = { go: [], opkit: [], "opkit-metadata": [], "client-node": [] };
     const sync: Record<Impl, number[]> = { go: [], opkit: [], "opkit-metadata": [], "client-node": [] };
-    const startMs: Record<Impl, number[]> = { go: [], opkit: [], "opkit-metadata": [], "client-node": [] };
     for (let r = 0; r < o.reps; r++) {
       for (const impl of impls) {
-        const empty = o.memory ? await probe(impl, o.kubeconfig, o.goBin, EMPTY) : undefined;
+        const empty = await probe(impl, o.kubeconfig, o.goBin, EMPTY);
         const full = await probe(impl, o.kubeconfig, o.goBin, FULL);
         if (full.pods < size) throw new Error(`${impl} cached ${full.pods} pods, expected ${size}`);
         o.log(
           `  ${impl}: ${full.pods} pods, RSS ${(full.rssBytes / 2 ** 20).toFixed(1)} MiB` +
-            (empty ? ` (empty ${(empty.rssBytes / 2 ** 20).toFixed(1)} MiB)` : "") +
+            ` (empty ${(empty.rssBytes / 2 ** 20).toFixed(1)} MiB)` +
             `, sync ${full.syncMs} ms, start→synced ${full.startMs} ms`,
         );
-        if (empty) {
-          perPod[impl].push((full.rssBytes - empty.rssBytes) / full.pods);
-          heapPerPod[impl].push((full.heapBytes - empty.heapBytes) / full.pods);
-        }
+        perPod[impl].push((full.rssBytes - empty.rssBytes) / full.pods);
+        heapPerPod[impl].push((full.heapBytes - empty.heapBytes) / full.pods);
         sync[impl].push(full.syncMs / 1000);
-        startMs[impl].push(full.startMs / 1000);
       }
     }
     const params = { pods: size, reps: o.reps };
-    if (o.memory) {
-      figures.push(
-        figure({
-          name: `cache-memory: RSS per Pod, ${size} Pods, default`,
-          unit: "bytes",
-          opkit: perPod.opkit,
-          peer: perPod.go,
-          target: { on: "ratio", kind: "max", bound: 1 },
-          parameters: params,
-        }),
-        figure({
-          name: `cache-memory: RSS per Pod, ${size} Pods, metadata-only (vs Go's full cache)`,
-          unit: "bytes",
-          opkit: perPod["opkit-metadata"],
-          peer: perPod.go,
-          target: { on: "ratio", kind: "max", bound: 0.5 },
-          parameters: params,
-        }),
-        figure({
-          name: `cache-memory: RSS per Pod, ${size} Pods, default vs client-node`,
-          unit: "bytes",
-          opkit: perPod.opkit,
-          peer: perPod["client-node"],
-          peerName: "client-node informer",
-          target: { on: "ratio", kind: "max", bound: 0.5 },
-          parameters: params,
-        }),
-        figure({
-          name: `cache-memory: heap per Pod, ${size} Pods, default`,
-          unit: "bytes",
-          opkit: heapPerPod.opkit,
-          peer: heapPerPod.go,
-          parameters: params,
-        }),
-        figure({
-          name: `cache: time to sync ${size} Pods`,
-          unit: "s",
-          opkit: sync.opkit,
-          peer: sync.go,
-          target: { on: "ratio", kind: "max", bound: 1 },
-          parameters: params,
-        }),
-      );
-    }
-    if (o.startup && si === 0) {
-      figures.push(
-        figure({
-          name: `startup: process start to cache synced, ${size} Pods`,
-          unit: "s",
-          opkit: startMs.opkit,
-          peer: startMs.go,
-          target: { on: "ratio", kind: "max", bound: 1 },
-          parameters: params,
-        }),
-      );
-    }
+    figures.push(
+      figure({
+        name: `cache-memory: RSS per Pod, ${size} Pods, default`,
+        unit: "bytes",
+        opkit: perPod.opkit,
+        peer: perPod.go,
+        target: { on: "ratio", kind: "max", bound: 1 },
+        parameters: params,
+      }),
+      figure({
+        name: `cache-memory: RSS per Pod, ${size} Pods, metadata-only (vs Go's full cache)`,
+        unit: "bytes",
+        opkit: perPod["opkit-metadata"],
+        peer: perPod.go,
+        target: { on: "ratio", kind: "max", bound: 0.5 },
+        parameters: params,
+      }),
+      figure({
+        name: `cache-memory: RSS per Pod, ${size} Pods, default vs client-node`,
+        unit: "bytes",
+        opkit: perPod.opkit,
+        peer: perPod["client-node"],
+        peerName: "client-node informer",
+        target: { on: "ratio", kind: "max", bound: 0.5 },
+        parameters: params,
+      }),
+      figure({
+        name: `cache-memory: heap per Pod, ${size} Pods, default`,
+        unit: "bytes",
+        opkit: heapPerPod.opkit,
+        peer: heapPerPod.go,
+        parameters: params,
+      }),
+      figure({
+        name: `cache: time to sync ${size} Pods`,
+        unit: "s",
+        opkit: sync.opkit,
+        peer: sync.go,
+        target: { on: "ratio", kind: "max", bound: 1 },
+        parameters: params,
+      }),
+    );
   }
   return figures;
 }

@@ -4,7 +4,9 @@
  * them on success, on failure and on Ctrl-C.
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync } from "node:fs";
 import { readFileSync } from "node:fs";
+import { createServer } from "node:net";
 import { join } from "node:path";
 
 /** A started process with its output lines. */
@@ -135,36 +137,67 @@ export function peakRss(pid: number): number {
 /**
  * The AppService operator, Go peer or opkit, with the same flags on both sides: metrics on
  * `metricsAddress` (default any free port), leader election when asked, the Go peer unthrottled;
- * `args` are appended (e.g. opkit's `--shards`), `env` added to the environment.
+ * `args` are appended (e.g. opkit's `--shards`), `env` added to the environment; `logReconciles` makes
+ * both print one line per reconcile with its event → reconcile-start wait. opkit runs as its image does:
+ * the `opkit build` bundle (operators/appservice/dist/main.js, built by `make bench`), else src/main.ts.
  */
 export function startAppService(
   impl: "go" | "opkit",
   o: { kubeconfig: string; goBin: string; root: string },
-  opts: { leaderElect?: boolean; metricsAddress?: string; args?: readonly string[] } = {},
+  opts: {
+    leaderElect?: boolean;
+    metricsAddress?: string;
+    args?: readonly string[];
+    logReconciles?: boolean;
+    /** Where /healthz and /readyz are served (default: off). */
+    healthAddress?: string;
+  } = {},
   env: Record<string, string> = {},
 ): Proc {
   const common = [
     ...(opts.leaderElect ? ["--leader-elect"] : []),
     ...(opts.metricsAddress ? ["--metrics-bind-address", opts.metricsAddress] : []),
+    ...(opts.healthAddress ? ["--health-probe-bind-address", opts.healthAddress] : []),
   ];
   return impl === "go"
-    ? start(o.goBin, [...common, "--qps", "-1", ...(opts.args ?? [])], {
-        env: { KUBECONFIG: o.kubeconfig, ...env },
-      })
+    ? start(
+        o.goBin,
+        [...common, "--qps", "-1", ...(opts.logReconciles ? ["--log-reconciles"] : []), ...(opts.args ?? [])],
+        { env: { KUBECONFIG: o.kubeconfig, ...env } },
+      )
     : start(
         process.execPath,
         [
-          join(o.root, "operators/appservice/src/main.ts"),
+          opkitEntry(o.root),
           "--kubeconfig",
           o.kubeconfig,
           ...common,
           ...(opts.metricsAddress ? [] : ["--metrics-bind-address", "0"]),
-          "--health-probe-bind-address",
-          "0",
+          ...(opts.healthAddress ? [] : ["--health-probe-bind-address", "0"]),
           "--log-format",
           "json",
+          // At debug level each reconcile's "reconcile done" line carries its queue wait (queuedMs).
+          ...(opts.logReconciles ? ["--log-level", "debug"] : []),
           ...(opts.args ?? []),
         ],
         { env },
       );
+}
+
+/** A free TCP port on 127.0.0.1 (closed again, so a process can bind it). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const addr = srv.address();
+      srv.close(() => resolve(typeof addr === "object" && addr ? addr.port : 0));
+    });
+  });
+}
+
+/** The AppService operator's bundle when `opkit build` made one (as in its image), else its TypeScript. */
+function opkitEntry(root: string): string {
+  const bundle = join(root, "operators/appservice/dist/main.js");
+  return existsSync(bundle) ? bundle : join(root, "operators/appservice/src/main.ts");
 }

@@ -5,6 +5,10 @@ import {
   markdownTable,
   median,
   percentile,
+  reconcileWaits,
+  dueBy,
+  missingIndexes,
+  bindRate,
   ratio,
   selectFigures,
   sumMetric,
@@ -89,4 +93,39 @@ test("selectFigures keeps the known order and rejects unknown names", () => {
   assert.deepEqual(selectFigures("", known), known);
   assert.deepEqual(selectFigures("decode, queue", known), ["queue", "decode"]);
   assert.throws(() => selectFigures("nope", known), /unknown figure nope/);
+});
+
+test("reconcileWaits reads the Go peer's and opkit's lines, only those started since the mark", () => {
+  const lines = [
+    '{"event":"reconcile","key":"ns/a","tsNs":2000000000,"queuedUs":1500}',
+    '{"event":"reconcile","key":"ns/a","tsNs":999000000,"queuedUs":900}', // before the mark
+    '{"event":"reconcile","key":"ns/b","tsNs":3000000000,"queuedUs":-1}', // no event queued it
+    '{"level":"debug","msg":"reconcile done","startedAt":1500,"queuedMs":2.25}',
+    '{"level":"debug","msg":"reconcile done","startedAt":1500}', // debug line without a wait
+    '{"level":"info","msg":"reconcile done"', // truncated
+    '{"event":"ready"}',
+  ];
+  assert.deepEqual(reconcileWaits(lines, 1000), [1.5, 2.25]);
+  assert.deepEqual(reconcileWaits(lines, 0), [1.5, 0.9, 2.25]);
+});
+
+test("dueBy paces a steady rate and catches up after a late tick", () => {
+  assert.equal(dueBy(0, 200, 1000), 1);
+  assert.equal(dueBy(4.9, 200, 1000), 1);
+  assert.equal(dueBy(5, 200, 1000), 2);
+  assert.equal(dueBy(1000, 200, 1000), 201);
+  assert.equal(dueBy(60_000, 200, 1000), 1000);
+});
+
+test("missingIndexes lists what is still to create, ignoring other names", () => {
+  assert.deepEqual(missingIndexes(["svc-0", "svc-2", "other", "svc-9"], 4, "svc-"), [1, 3]);
+  assert.deepEqual(missingIndexes([], 3, "p-"), [0, 1, 2]);
+  assert.deepEqual(missingIndexes(["p-0", "p-1"], 2, "p-"), []);
+});
+
+test("bindRate is the pace from the first to the last event, NaN without a span", () => {
+  assert.equal(bindRate([1000, 1500, 3000]), 1); // 2 intervals over 2 s
+  assert.equal(bindRate([3000, 1000, 2000, 2000, 1500]), 2); // unordered: 4 intervals over 2 s
+  assert.ok(Number.isNaN(bindRate([5])));
+  assert.ok(Number.isNaN(bindRate([5, 5])));
 });

@@ -190,3 +190,65 @@ export function selectFigures(text: string | undefined, known: readonly string[]
   }
   return known.filter((k) => asked.includes(k));
 }
+
+/**
+ * The event → reconcile-start waits (ms) in an AppService operator's output, for reconciles that started
+ * at or after `sinceMs` (wall clock, ms since the epoch): the Go peer's `--log-reconciles` lines
+ * (`{"event":"reconcile","tsNs":…,"queuedUs":…}`, queuedUs -1 when no event queued it) and opkit's
+ * debug lines (`{"msg":"reconcile done","startedAt":…,"queuedMs":…}`). Other lines are skipped.
+ */
+export function reconcileWaits(lines: readonly string[], sinceMs: number): number[] {
+  const waits: number[] = [];
+  for (const line of lines) {
+    const go = line.includes('"event":"reconcile"');
+    if (!go && !line.includes('"reconcile done"')) continue;
+    let rec: { tsNs?: number; queuedUs?: number; startedAt?: number; queuedMs?: number };
+    try {
+      rec = JSON.parse(line) as typeof rec;
+    } catch {
+      continue;
+    }
+    const startedMs = go ? (rec.tsNs ?? 0) / 1e6 : (rec.startedAt ?? 0);
+    const wait = go
+      ? rec.queuedUs !== undefined && rec.queuedUs >= 0
+        ? rec.queuedUs / 1000
+        : undefined
+      : rec.queuedMs;
+    if (startedMs >= sinceMs && typeof wait === "number" && Number.isFinite(wait)) waits.push(wait);
+  }
+  return waits;
+}
+
+/**
+ * How many sends are due `elapsedMs` into a steady stream of `rate` per second, capped at `total`: the
+ * first at once, then one every 1000/rate ms, so a late tick catches up instead of lowering the rate.
+ */
+export function dueBy(elapsedMs: number, rate: number, total: number): number {
+  return Math.min(total, Math.floor((elapsedMs / 1000) * rate) + 1);
+}
+
+/**
+ * The indexes i in 0..count-1 whose object `${prefix}${i}` is not among `names`: what a figure must
+ * still create to hold `count` objects (objects left by an earlier run are reused).
+ */
+export function missingIndexes(names: Iterable<string>, count: number, prefix: string): number[] {
+  const have = new Set(names);
+  const missing: number[] = [];
+  for (let i = 0; i < count; i++) if (!have.has(`${prefix}${i}`)) missing.push(i);
+  return missing;
+}
+
+/**
+ * Events per second between the first and the last of `times` (ms): (n − 1) ÷ (last − first), the pace
+ * once the work runs, without the wait before the first; NaN for fewer than two or no time between.
+ */
+export function bindRate(times: readonly number[]): number {
+  if (times.length < 2) return Number.NaN;
+  let first = Infinity;
+  let last = -Infinity;
+  for (const t of times) {
+    if (t < first) first = t;
+    if (t > last) last = t;
+  }
+  return last > first ? ((times.length - 1) * 1000) / (last - first) : Number.NaN;
+}

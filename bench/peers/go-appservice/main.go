@@ -12,8 +12,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -43,6 +45,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -287,6 +291,7 @@ func main() {
 		stay          = flag.Bool("stay", false, "with --probe-pods: keep running after printing")
 		namespace     = flag.String("namespace", "", "with --probe-pods: only this namespace (empty: all)")
 		metricsAddr   = flag.String("metrics-bind-address", "0", "address of /metrics (0: off)")
+		probeAddr     = flag.String("health-probe-bind-address", "0", "address of /healthz and /readyz (0: off); /readyz is 200 once the caches synced")
 		leaderElect   = flag.Bool("leader-elect", false, "run leader election (Lease appservice-go in --leader-election-namespace)")
 		leaderNS      = flag.String("leader-election-namespace", "default", "namespace of the leader Lease")
 		qps           = flag.Float64("qps", 0, "client qps (0: controller-runtime's default; negative: no client-side limit)")
@@ -322,7 +327,7 @@ func main() {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: *metricsAddr},
-		HealthProbeBindAddress:  "0",
+		HealthProbeBindAddress:  *probeAddr,
 		LeaderElection:          *leaderElect,
 		LeaderElectionID:        "appservice-go",
 		LeaderElectionNamespace: *leaderNS,
@@ -330,17 +335,36 @@ func main() {
 		LeaderElectionReleaseOnCancel: true,
 	})
 	must(err)
-	wc := &writeCounter{log: *logReconciles}
+	wc := &writeCounter{log: *logReconciles, pending: map[string]time.Time{}}
 	r := &reconciler{Client: mgr.GetClient(), writes: wc}
+	// The recorder is the last predicate of each watch: it sees only events that are queued. Children
+	// are named as their AppService, so an event's object names the key it wakes.
+	rec := wc.predicate()
 	must(ctrl.NewControllerManagedBy(mgr).
-		For(&AppService{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Owns(&appsv1.Deployment{}).
-		Owns(&corev1.Service{}).
+		For(&AppService{}, builder.WithPredicates(predicate.GenerationChangedPredicate{}, rec)).
+		Owns(&appsv1.Deployment{}, builder.WithPredicates(rec)).
+		Owns(&corev1.Service{}, builder.WithPredicates(rec)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: *workers}).
 		Complete(r))
+	// The controller's informers registered now, so that WaitForCacheSync below waits for all three (the
+	// controller would register them only once it starts).
+	for _, obj := range []client.Object{&AppService{}, &appsv1.Deployment{}, &corev1.Service{}} {
+		_, err := mgr.GetCache().GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+		must(err)
+	}
+	// Ready once the caches synced, as opkit's /readyz ("informers"): the bench's startup figure polls it.
+	var synced atomic.Bool
+	must(mgr.AddReadyzCheck("informers", func(_ *http.Request) error {
+		if !synced.Load() {
+			return errors.New("caches not synced")
+		}
+		return nil
+	}))
+	must(mgr.AddHealthzCheck("ping", healthz.Ping))
 	go func() {
 		// "ready" once the caches are synced: the bench measures start-up CPU to this line.
 		if mgr.GetCache().WaitForCacheSync(ctx) {
+			synced.Store(true)
 			emit(map[string]any{"event": "ready", "ms": time.Since(start).Milliseconds(), "cpuSeconds": cpuSeconds()})
 		}
 	}()
@@ -357,12 +381,50 @@ func main() {
 type writeCounter struct {
 	log          bool
 	statusWrites atomic.Int64
+	mu           sync.Mutex
+	pending      map[string]time.Time // key → arrival of its first event not yet reconciled
 }
 
-func (w *writeCounter) reconcileStarted(req reconcile.Request) {
-	if w.log {
-		emit(map[string]any{"event": "reconcile", "key": req.String(), "tsNs": time.Now().UnixNano()})
+// predicate records, with --log-reconciles, when the first not yet reconciled event of each key was
+// handled (the moment controller-runtime's handler queues the key), and lets every event through.
+func (w *writeCounter) predicate() predicate.Predicate {
+	record := func(o client.Object) bool {
+		if w.log {
+			now := time.Now()
+			key := o.GetNamespace() + "/" + o.GetName()
+			w.mu.Lock()
+			if _, ok := w.pending[key]; !ok {
+				w.pending[key] = now
+			}
+			w.mu.Unlock()
+		}
+		return true
 	}
+	return predicate.Funcs{
+		CreateFunc:  func(e event.CreateEvent) bool { return record(e.Object) },
+		UpdateFunc:  func(e event.UpdateEvent) bool { return record(e.ObjectNew) },
+		DeleteFunc:  func(e event.DeleteEvent) bool { return record(e.Object) },
+		GenericFunc: func(e event.GenericEvent) bool { return record(e.Object) },
+	}
+}
+
+// reconcileStarted prints, with --log-reconciles, one line per reconcile start with the time since the
+// first event that queued it (event → reconcile start; -1 when no event was recorded, e.g. a retry).
+func (w *writeCounter) reconcileStarted(req reconcile.Request) {
+	if !w.log {
+		return
+	}
+	now := time.Now()
+	key := req.String()
+	w.mu.Lock()
+	at, ok := w.pending[key]
+	delete(w.pending, key)
+	w.mu.Unlock()
+	queuedUs := int64(-1)
+	if ok {
+		queuedUs = now.Sub(at).Microseconds()
+	}
+	emit(map[string]any{"event": "reconcile", "key": key, "tsNs": now.UnixNano(), "queuedUs": queuedUs})
 }
 
 func probe(ctx context.Context, cfg *rest.Config, namespace string, stay bool, start time.Time) {

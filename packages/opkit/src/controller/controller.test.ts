@@ -133,3 +133,31 @@ describe("controller abort (leadership lost)", () => {
     );
   });
 });
+
+describe("controller debug line", () => {
+  it("each reconcile's debug line carries how long its key waited in the queue (event → reconcile start)", async () => {
+    const clock = new FakeClock();
+    const lines: Record<string, unknown>[] = [];
+    const logger = createLogger({
+      level: "debug",
+      destination: { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) },
+    });
+    const cache = new Cache(oneObject, { clock, streamingList: false, resyncPeriodMs: 0 });
+    const c = controller("queued-test")
+      .for(ConfigMaps)
+      .reconcile(() => undefined);
+    await c.setup({ client: fakeClient(), cache, logger, clock });
+    cache.start();
+    await cache.waitForSync();
+    // The initial list queued ns/a; it waits 7 ms before a worker takes it.
+    clock.advance(7);
+    c.start();
+    for (let i = 0; i < 20; i++) await tick();
+    await c.stop(0);
+    await cache.stop();
+    const done = lines.filter((l) => l.msg === "reconcile done");
+    assert.equal(done.length, 1);
+    assert.equal(done[0]?.name, "a");
+    assert.equal(done[0]?.queuedMs, 7);
+  });
+});

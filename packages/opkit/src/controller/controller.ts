@@ -130,6 +130,9 @@ export class Controller<T extends KubeObject = KubeObject> {
   private clock: Clock = realClock;
   private recorder: EventRecorder | undefined;
   private untrackQueue: (() => void) | undefined;
+  // How long each key handed to a worker waited since its first add (event → reconcile start), for
+  // the debug line of its reconcile; filled only when that line is written.
+  private readonly queued = new Map<string, number>();
   private reconcileMetrics: ReconcileMetrics | undefined;
   private started = false;
 
@@ -173,10 +176,21 @@ export class Controller<T extends KubeObject = KubeObject> {
   async setup(deps: ControllerDeps): Promise<void> {
     this.deps = deps;
     const clock = (this.clock = deps.clock ?? realClock);
+    const queueMetrics = deps.metrics?.queueMetrics(this.name);
     this.queue = new WorkQueue<string>({
       clock,
       rateLimiter: this.options.rateLimiter ?? defaultControllerRateLimiter<string>({ clock }),
-      metrics: deps.metrics?.queueMetrics(this.name),
+      // At debug level each reconcile's line carries its queue wait (the per-reconcile value behind
+      // workqueue_queue_duration_seconds); otherwise the queue reads no clock for it.
+      metrics: deps.logger.isLevelEnabled("debug")
+        ? {
+            ...queueMetrics,
+            onGet: (key, queuedMs) => {
+              queueMetrics?.onGet?.(key, queuedMs);
+              this.queued.set(key, queuedMs);
+            },
+          }
+        : queueMetrics,
     });
     if (deps.metrics) this.untrackQueue = deps.metrics.trackQueue(this.name, this.queue);
     // Events are writes too: a reconcile that outlives its abort must not record any either.
@@ -288,12 +302,14 @@ export class Controller<T extends KubeObject = KubeObject> {
       if (!item) return;
       // Once stopping, keys still queued are dropped: in-flight work finishes, nothing new starts.
       if (this.stopping.signal.aborted) {
+        this.queued.delete(item.key);
         queue.done(item.key);
         continue;
       }
       // Checked at dispatch, not at enqueue: ownership may change while a key waits.
       const admission = deps.gate ? deps.gate.admit(item.key) : undefined;
       if (deps.gate && !admission) {
+        this.queued.delete(item.key);
         queue.forget(item.key);
         queue.done(item.key);
         continue;
@@ -314,6 +330,8 @@ export class Controller<T extends KubeObject = KubeObject> {
     revoked: AbortSignal | undefined,
   ): Promise<void> {
     const req = keyToRequest(key);
+    const queuedMs = this.queued.get(key);
+    if (queuedMs !== undefined) this.queued.delete(key);
     const reconcileID = randomUUID();
     const log = reconcileLogger(deps.logger, {
       controller: this.name,
@@ -364,7 +382,7 @@ export class Controller<T extends KubeObject = KubeObject> {
       this.inflight.delete(abort);
     }
     metric?.end(outcome);
-    log.debug({ outcome, startedAt, endedAt: Date.now() }, "reconcile done");
+    log.debug({ outcome, startedAt, endedAt: Date.now(), queuedMs }, "reconcile done");
   }
 
   private applyResult(key: string, result: Result, queue: WorkQueue<string>): ReconcileOutcome {
