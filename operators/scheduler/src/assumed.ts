@@ -1,7 +1,9 @@
 /**
- * Pods this process has bound whose binding the cache has not shown yet. Between the binding's
- * response and the watch event that sets `spec.nodeName`, the cache still lists the pod as pending;
- * without this, the next pod would be placed as if the node were emptier than it is. An assumption
+ * Pods this process has placed whose binding the cache has not shown yet (kube-scheduler's "assume"):
+ * recorded when the decision is made, before the binding is sent, so other workers deciding while it is
+ * in flight see the node's room taken; dropped again if the binding fails. Until the watch event that
+ * sets `spec.nodeName`, the cache still lists the pod as pending; without this, the next pod would be
+ * placed as if the node were emptier than it is. An assumption
  * ends when the cache shows the pod bound (or gone), or after `ttlMs` as a safety net.
  */
 import { realClock, type Clock, type DeepReadonly, type Pod } from "opkit";
@@ -20,6 +22,11 @@ export class AssumedPods {
   assume(pod: DeepReadonly<Pod>, node: string): void {
     const bound = { ...pod, spec: { containers: [], ...pod.spec, nodeName: node } } as DeepReadonly<Pod>;
     this.#byUid.set(pod.metadata.uid ?? "", { pod: bound, at: this.#clock.now() });
+  }
+
+  /** Drop an assumption whose binding failed: the node's room is given back at once. */
+  forget(uid: string | undefined): void {
+    this.#byUid.delete(uid ?? "");
   }
 
   /** Whether the pod with this uid was bound here and the cache has not caught up. */

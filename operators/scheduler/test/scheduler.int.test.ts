@@ -79,6 +79,7 @@ describe("opkit-scheduler", () => {
       // A has memory to spare, B cpu and memory in proportion.
       { name: "sched-a", labels: { "sched-test": "score" }, capacity: size("4", "64Gi") },
       { name: "sched-b", labels: { "sched-test": "score" }, capacity: size("4", "4Gi") },
+      { name: "sched-burst", labels: { "sched-test": "burst" }, capacity: size("4", "8Gi") },
     ]);
     project = await operatorProject(env, root);
     ns = project.namespace;
@@ -271,6 +272,35 @@ describe("opkit-scheduler", () => {
         /for-(default|nobody)/.test(e.regarding?.name ?? ""),
     );
     assert.deepEqual(ours, []);
+  });
+
+  it("a burst of pods decided by concurrent workers never overfills a node", async () => {
+    // 12 one-cpu pods at once for a 4-cpu node: bindings run in parallel, so only the assumption made
+    // with each decision keeps the others from counting the node as emptier than it is.
+    const names = Array.from({ length: 12 }, (_, i) => `burst-${i}`);
+    await Promise.all(
+      names.map((n) =>
+        env.client.create(
+          newPod(n, { scheduler: "opkit-least", cpu: "1", selector: { "sched-test": "burst" } }),
+        ),
+      ),
+    );
+    const settled = await eventually(
+      "every burst pod bound or Unschedulable",
+      async () => {
+        const pods = (await env.client.list(Pods, { namespace: ns })).items.filter((p) =>
+          names.includes(p.metadata.name ?? ""),
+        );
+        const bound = pods.filter((p) => p.spec?.nodeName).length;
+        const refused = pods.filter((p) =>
+          p.status?.conditions?.some((c) => c.type === "PodScheduled" && c.reason === "Unschedulable"),
+        ).length;
+        return bound + refused === names.length ? { bound, refused } : undefined;
+      },
+      30_000,
+    );
+    assert.deepEqual(settled, { bound: 4, refused: 8 }, "exactly the node's 4 cpus were used");
+    await Promise.all(names.map((n) => env.client.delete(Pods, n, { namespace: ns, gracePeriodSeconds: 0 })));
   });
 
   it("refuses a wrong --config at start, naming the field, with exit code 2", async () => {

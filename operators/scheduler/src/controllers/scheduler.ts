@@ -33,6 +33,9 @@ interface Binding extends KubeObject {
   target: { apiVersion: "v1"; kind: "Node"; name: string };
 }
 
+/** Reconciles (so bindings) in flight at once. */
+export const BINDING_WORKERS = 16;
+
 /** kube-scheduler's Event reasons. */
 const FAILED_SCHEDULING = "FailedScheduling";
 const SCHEDULED = "Scheduled";
@@ -125,6 +128,9 @@ export function schedulerController(profiles: readonly Profile[]) {
   };
   return controller("scheduler")
     .for(Pods, { predicates: [mine] })
+    // Bindings are round trips: several in flight, as kube-scheduler binds asynchronously. Decisions stay
+    // one at a time (each is synchronous up to its assumption).
+    .withOptions({ maxConcurrent: BINDING_WORKERS })
     .watches(Nodes, (_node, { cache }) => pendingKeys(cache, names), {
       predicates: [nodeSchedulingChanged],
     })
@@ -141,6 +147,9 @@ export function schedulerController(profiles: readonly Profile[]) {
       const profile = byName.get(pod.spec?.schedulerName ?? "") as Profile;
       const decision = schedule(pod, nodeInfos(ctx.cache, assumed), profile);
       if (decision.kind === "scheduled") {
+        // Assumed before the first await: deciding and assuming run without a gap, so the other workers'
+        // decisions (and this pod's, if anything goes wrong) always count this placement.
+        assumed.assume(pod, decision.node);
         try {
           const binding: Binding = {
             apiVersion: "v1",
@@ -153,6 +162,7 @@ export function schedulerController(profiles: readonly Profile[]) {
             namespace: req.namespace,
           });
         } catch (err) {
+          assumed.forget(uid);
           // Bound meanwhile (by us before a restart, or by another scheduler) or gone: nothing to do.
           if (
             err instanceof ConflictError ||
@@ -164,7 +174,6 @@ export function schedulerController(profiles: readonly Profile[]) {
           }
           throw err;
         }
-        assumed.assume(pod, decision.node);
         retries.forget(uid);
         ctx.log.info(
           { node: decision.node, scores: decision.scores, profile: profile.schedulerName },
