@@ -126,101 +126,103 @@ export function schedulerController(profiles: readonly Profile[]) {
       (!isPendingFor(names, o) || JSON.stringify(o.spec) !== JSON.stringify(n.spec)),
     delete: (p) => names.has(p.spec?.schedulerName ?? ""),
   };
-  return controller("scheduler")
-    .for(Pods, { predicates: [mine] })
-    // Bindings are round trips: several in flight, as kube-scheduler binds asynchronously. Decisions stay
-    // one at a time (each is synchronous up to its assumption).
-    .withOptions({ maxConcurrent: BINDING_WORKERS })
-    .watches(Nodes, (_node, { cache }) => pendingKeys(cache, names), {
-      predicates: [nodeSchedulingChanged],
-    })
-    .watches(Pods, (_pod, { cache }) => pendingKeys(cache, names), { predicates: [boundPodFreed] })
-    .reconcile(async (req, ctx) => {
-      const pod = ctx.cache.get(Pods, req.name, { namespace: req.namespace });
-      if (!pod || !isPendingFor(names, pod)) {
-        if (pod?.metadata.uid) retries.forget(pod.metadata.uid);
-        return;
-      }
-      const uid = pod.metadata.uid ?? "";
-      // Bound here already; the cache has not caught up yet.
-      if (assumed.has(uid)) return;
-      const profile = byName.get(pod.spec?.schedulerName ?? "") as Profile;
-      const decision = schedule(pod, nodeInfos(ctx.cache, assumed), profile);
-      if (decision.kind === "scheduled") {
-        // Assumed before the first await: deciding and assuming run without a gap, so the other workers'
-        // decisions (and this pod's, if anything goes wrong) always count this placement.
-        assumed.assume(pod, decision.node);
-        try {
-          const binding: Binding = {
-            apiVersion: "v1",
-            kind: "Binding",
-            // The uid makes the binding fail instead of placing a pod recreated under the same name.
-            metadata: { name: req.name, namespace: req.namespace, uid },
-            target: { apiVersion: "v1", kind: "Node", name: decision.node },
-          };
-          await ctx.client.createSubresource(Pods, req.name, "binding", binding, {
-            namespace: req.namespace,
-          });
-        } catch (err) {
-          assumed.forget(uid);
-          // Bound meanwhile (by us before a restart, or by another scheduler) or gone: nothing to do.
-          if (
-            err instanceof ConflictError ||
-            err instanceof NotFoundError ||
-            err instanceof AlreadyExistsError
-          ) {
-            ctx.log.info({ err: String(err) }, "pod is no longer pending; not bound");
-            return;
-          }
-          throw err;
+  return (
+    controller("scheduler")
+      .for(Pods, { predicates: [mine] })
+      // Bindings are round trips: several in flight, as kube-scheduler binds asynchronously. Decisions stay
+      // one at a time (each is synchronous up to its assumption).
+      .withOptions({ maxConcurrent: BINDING_WORKERS })
+      .watches(Nodes, (_node, { cache }) => pendingKeys(cache, names), {
+        predicates: [nodeSchedulingChanged],
+      })
+      .watches(Pods, (_pod, { cache }) => pendingKeys(cache, names), { predicates: [boundPodFreed] })
+      .reconcile(async (req, ctx) => {
+        const pod = ctx.cache.get(Pods, req.name, { namespace: req.namespace });
+        if (!pod || !isPendingFor(names, pod)) {
+          if (pod?.metadata.uid) retries.forget(pod.metadata.uid);
+          return;
         }
-        retries.forget(uid);
-        ctx.log.info(
-          { node: decision.node, scores: decision.scores, profile: profile.schedulerName },
-          "bound",
-        );
-        void ctx.recorder.record(podRef(pod), {
-          type: "Normal",
-          reason: SCHEDULED,
-          action: "Binding",
-          note: `Successfully assigned ${req.namespace}/${req.name} to ${decision.node}`,
-        });
-        return;
-      }
-      const current = pod.status?.conditions?.find((c) => c.type === "PodScheduled");
-      if (
-        current?.status !== "False" ||
-        current.reason !== "Unschedulable" ||
-        current.message !== decision.message
-      ) {
-        await ctx.client.patch(
-          Pods,
-          req.name,
-          {
-            status: {
-              conditions: [
-                {
-                  type: "PodScheduled",
-                  status: "False",
-                  reason: "Unschedulable",
-                  message: decision.message,
-                  lastProbeTime: null,
-                  lastTransitionTime:
-                    current?.status === "False" ? current.lastTransitionTime : new Date().toISOString(),
-                },
-              ],
+        const uid = pod.metadata.uid ?? "";
+        // Bound here already; the cache has not caught up yet.
+        if (assumed.has(uid)) return;
+        const profile = byName.get(pod.spec?.schedulerName ?? "") as Profile;
+        const decision = schedule(pod, nodeInfos(ctx.cache, assumed), profile);
+        if (decision.kind === "scheduled") {
+          // Assumed before the first await: deciding and assuming run without a gap, so the other workers'
+          // decisions (and this pod's, if anything goes wrong) always count this placement.
+          assumed.assume(pod, decision.node);
+          try {
+            const binding: Binding = {
+              apiVersion: "v1",
+              kind: "Binding",
+              // The uid makes the binding fail instead of placing a pod recreated under the same name.
+              metadata: { name: req.name, namespace: req.namespace, uid },
+              target: { apiVersion: "v1", kind: "Node", name: decision.node },
+            };
+            await ctx.client.createSubresource(Pods, req.name, "binding", binding, {
+              namespace: req.namespace,
+            });
+          } catch (err) {
+            assumed.forget(uid);
+            // Bound meanwhile (by us before a restart, or by another scheduler) or gone: nothing to do.
+            if (
+              err instanceof ConflictError ||
+              err instanceof NotFoundError ||
+              err instanceof AlreadyExistsError
+            ) {
+              ctx.log.info({ err: String(err) }, "pod is no longer pending; not bound");
+              return;
+            }
+            throw err;
+          }
+          retries.forget(uid);
+          ctx.log.info(
+            { node: decision.node, scores: decision.scores, profile: profile.schedulerName },
+            "bound",
+          );
+          void ctx.recorder.record(podRef(pod), {
+            type: "Normal",
+            reason: SCHEDULED,
+            action: "Binding",
+            note: `Successfully assigned ${req.namespace}/${req.name} to ${decision.node}`,
+          });
+          return;
+        }
+        const current = pod.status?.conditions?.find((c) => c.type === "PodScheduled");
+        if (
+          current?.status !== "False" ||
+          current.reason !== "Unschedulable" ||
+          current.message !== decision.message
+        ) {
+          await ctx.client.patch(
+            Pods,
+            req.name,
+            {
+              status: {
+                conditions: [
+                  {
+                    type: "PodScheduled",
+                    status: "False",
+                    reason: "Unschedulable",
+                    message: decision.message,
+                    lastProbeTime: null,
+                    lastTransitionTime:
+                      current?.status === "False" ? current.lastTransitionTime : new Date().toISOString(),
+                  },
+                ],
+              },
             },
-          },
-          { namespace: req.namespace, type: "strategic", subresource: "status" },
-        );
-      }
-      void ctx.recorder.record(podRef(pod), {
-        type: "Warning",
-        reason: FAILED_SCHEDULING,
-        action: "Scheduling",
-        note: decision.message,
-      });
-      ctx.log.info({ message: decision.message, profile: profile.schedulerName }, "unschedulable");
-      return requeueAfter(retries.next(uid));
-    });
+            { namespace: req.namespace, type: "strategic", subresource: "status" },
+          );
+        }
+        void ctx.recorder.record(podRef(pod), {
+          type: "Warning",
+          reason: FAILED_SCHEDULING,
+          action: "Scheduling",
+          note: decision.message,
+        });
+        ctx.log.info({ message: decision.message, profile: profile.schedulerName }, "unschedulable");
+        return requeueAfter(retries.next(uid));
+      })
+  );
 }
