@@ -93,7 +93,12 @@ export const DEFAULT_MIN_WATCH_TIMEOUT_SECONDS = 20;
  * How long a watch may stay silent before it is treated as dead (50 s): the longest default watch timeout (the
  * server ends a healthy stream by then) plus 10 s of slack, so a frozen connection is noticed within a minute.
  */
-export const DEFAULT_PROGRESS_DEADLINE_MS = (2 * DEFAULT_MIN_WATCH_TIMEOUT_SECONDS + 10) * 1000;
+export const DEFAULT_PROGRESS_DEADLINE_MS = progressDeadlineFor(DEFAULT_MIN_WATCH_TIMEOUT_SECONDS);
+
+/** The silence after which a watch is dead: its longest timeout, 2·min seconds, plus 10 s. */
+function progressDeadlineFor(minWatchTimeoutSeconds: number): number {
+  return (2 * minWatchTimeoutSeconds + 10) * 1000;
+}
 
 /** A watch timeout in [min, 2·min) seconds (client-go: [5, 10) minutes), so reconnects spread out. */
 export function watchTimeoutSeconds(minSeconds: number, random: () => number = Math.random): number {
@@ -182,7 +187,7 @@ export class Reflector<T extends KubeObject> {
 
   /** The silence after which a stream is dead: given, or the longest watch timeout plus 10 s. */
   private progressDeadlineMs(): number {
-    return this.opts.progressDeadlineMs ?? (2 * this.minWatchTimeoutSeconds() + 10) * 1000;
+    return this.opts.progressDeadlineMs ?? progressDeadlineFor(this.minWatchTimeoutSeconds());
   }
 
   private async run(): Promise<void> {
