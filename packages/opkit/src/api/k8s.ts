@@ -39,6 +39,15 @@ function withKeywords<T extends TSchema>(schema: T, keywords: K8sKeywords): T {
   return copy;
 }
 
+/**
+ * `schema` with its description replaced: how the generated built-in schemas give a referenced type the
+ * description of the field that holds it. A function rather than an object spread, so the call can be
+ * marked pure and a bundler can drop the schemas an operator does not use (it keeps every spread).
+ */
+export function described<T extends TSchema>(schema: T, description: string): T {
+  return withKeywords(schema, { description });
+}
+
 /** An integer or a string (a port number or name, a percentage), like Go's `intstr.IntOrString`. */
 export function intOrString(options: { description?: string; default?: IntOrString; pattern?: string } = {}) {
   const { pattern, ...rest } = options;

@@ -121,6 +121,15 @@ describe("the built-in schemas", () => {
     assert.equal(props?.default?.type, undefined);
   });
 
+  it("a referenced type carries the holding field's description; the shared constant keeps its own", () => {
+    const own = (corev1.ServiceAccount as unknown as { properties: Record<string, Json> }).properties
+      .metadata as Json;
+    assert.match(String(own.description), /^Standard object's metadata/);
+    assert.equal(own.type, "object");
+    assert.match(String((metav1.ObjectMeta as unknown as Json).description), /^ObjectMeta is metadata/);
+    assert.equal(Value.Check(corev1.ServiceAccount, { metadata: { name: 7 } }), false, "still validates");
+  });
+
   it("validate at run time like the server: int-or-string, quantities, enums, required fields", () => {
     assert.ok(Value.Check(corev1.ServicePort, { port: 80, targetPort: "http", protocol: "UDP" }));
     assert.ok(Value.Check(corev1.ServicePort, { port: 80, targetPort: 8080 }));

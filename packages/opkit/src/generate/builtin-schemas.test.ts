@@ -72,11 +72,13 @@ describe("builtinSchemaFiles", () => {
     const core = file(`${SCHEMAS}/core/v1.ts`);
     assert.match(core, /^import \* as metav1 from "\.\.\/meta\/v1\.ts";$/m);
     assert.match(core, /^import type \* as T from "\.\.\/\.\.\/\.\.\/client\/models\/core\/v1\.ts";$/m);
-    // A referenced type with the field's own description: the constant spread, description replaced.
+    // A referenced type with the field's own description: a pure call that copies it, description replaced
+    // (a call and not a spread, so bundlers can drop the schemas an operator does not use).
     assert.match(
       declaration(`${SCHEMAS}/core/v1.ts`, "ServiceAccount"),
-      /metadata: \{ \.\.\.metav1\.ObjectMeta, description: "Standard object's metadata/,
+      /metadata: \/\* @__PURE__ \*\/ described\(metav1\.ObjectMeta, "Standard object's metadata/,
     );
+    assert.doesNotMatch(core, /\{ \.\.\./);
     // Without a description of its own: the constant itself.
     assert.match(declaration(`${SCHEMAS}/core/v1.ts`, "ServiceSpec"), /items: ServicePort,/);
     assert.ok(core.indexOf("export const ServicePort ") < core.indexOf("export const ServiceSpec "));
@@ -87,7 +89,7 @@ describe("builtinSchemaFiles", () => {
       /lastUpdateTime: \{\n\s+description: "The last time this condition was updated\.",\n\s+type: "string",\n\s+format: "date-time",/,
     );
     // Each constant is typed by the interface of the same name.
-    assert.match(core, /export const ServicePort = Type\.Unsafe<T\.ServicePort>\(/);
+    assert.match(core, /export const ServicePort = \/\* @__PURE__ \*\/ Type\.Unsafe<T\.ServicePort>\(/);
     assert.match(core, /export type ServicePort = T\.ServicePort;/);
     const model = declaration(`${MODELS}/apps/v1.ts`, "DeploymentStatus");
     assert.match(model, /conditions\?: DeploymentCondition\[\];/);
@@ -101,15 +103,15 @@ describe("builtinSchemaFiles", () => {
   it("int-or-string and quantity use the kind helpers; their TypeScript types are unions", () => {
     assert.match(
       declaration(`${SCHEMAS}/core/v1.ts`, "ServicePort"),
-      /targetPort: intOrString\(\{ description: "Number or name/,
+      /targetPort: \/\* @__PURE__ \*\/ intOrString\(\{ description: "Number or name/,
     );
     assert.match(
       declaration(`${SCHEMAS}/core/v1.ts`, "ResourceRequirements"),
-      /additionalProperties: quantity\(\),/,
+      /additionalProperties: \/\* @__PURE__ \*\/ quantity\(\),/,
     );
     assert.match(
       file(`${SCHEMAS}/core/v1.ts`),
-      /^import \{ intOrString, quantity \} from "\.\.\/\.\.\/k8s\.ts";$/m,
+      /^import \{ intOrString, quantity, described \} from "\.\.\/\.\.\/k8s\.ts";$/m,
     );
     assert.match(file(`${MODELS}/meta/v1.ts`), /export type IntOrString = number \| string;/);
     assert.match(file(`${MODELS}/meta/v1.ts`), /export type Quantity = string \| number;/);

@@ -507,10 +507,14 @@ class ModelFile extends GvFile {
   }
 }
 
+/** Marks a call whose result may be dropped when unused (esbuild, Rollup and terser read it). */
+const PURE = "/* @__PURE__ */ ";
+
 /** The TypeBox schemas of one group-version (api/schemas/<group>/<version>.ts). */
 class SchemaFile extends GvFile {
   private usesIntOrString = false;
   private usesQuantity = false;
+  private usesDescribed = false;
 
   render(): string {
     const body: string[] = [];
@@ -523,6 +527,7 @@ class SchemaFile extends GvFile {
     const helpers = [
       ...(this.usesIntOrString ? ["intOrString"] : []),
       ...(this.usesQuantity ? ["quantity"] : []),
+      ...(this.usesDescribed ? ["described"] : []),
     ];
     const imports = [
       'import Type from "typebox";',
@@ -546,17 +551,22 @@ class SchemaFile extends GvFile {
     ].join("\n")}`;
   }
 
+  /**
+   * Each top-level schema is a call marked pure, so a bundler (`opkit build`) drops the ones an operator
+   * does not use: core/v1 alone is ~350 kB, and an operator that embeds one ServicePort would otherwise
+   * parse and build every core type at start-up.
+   */
   private definition(def: Definition): string {
     const ts = `T.${def.name}`;
     if (def.key === INT_OR_STRING) {
       this.usesIntOrString = true;
-      return `intOrString(${this.options_({ description: def.schema.description })})`;
+      return `${PURE}intOrString(${this.options_({ description: def.schema.description })})`;
     }
     if (def.key === QUANTITY) {
       this.usesQuantity = true;
-      return `quantity(${this.options_({ description: def.schema.description })})`;
+      return `${PURE}quantity(${this.options_({ description: def.schema.description })})`;
     }
-    return `Type.Unsafe<${ts}>(${this.node(def, def.schema, "", "", undefined)})`;
+    return `${PURE}Type.Unsafe<${ts}>(${this.node(def, def.schema, "", "", undefined)})`;
   }
 
   private options_(o: Json): string {
@@ -598,7 +608,7 @@ class SchemaFile extends GvFile {
         if (ref.key === INT_OR_STRING) this.usesIntOrString = true;
         else this.usesQuantity = true;
         const fn = ref.key === INT_OR_STRING ? "intOrString" : "quantity";
-        return `${fn}(${this.options_({ description })})`;
+        return `${PURE}${fn}(${this.options_({ description })})`;
       }
       if (isInline(ref)) {
         // Written out at each use with the field's own description only: the type's (Quantity's is 2 kB)
@@ -610,7 +620,9 @@ class SchemaFile extends GvFile {
         return this.node(ref, merged, "", indent, undefined);
       }
       const name = this.refName(ref);
-      return description === undefined ? name : `{ ...${name}, description: ${JSON.stringify(description)} }`;
+      if (description === undefined) return name;
+      this.usesDescribed = true;
+      return `${PURE}described(${name}, ${JSON.stringify(description)})`;
     }
     if (Array.isArray(node.oneOf) || Array.isArray(node.allOf))
       throw new BuiltinSchemaError(

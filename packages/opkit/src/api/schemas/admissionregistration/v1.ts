@@ -5,11 +5,12 @@
  * `defineKind`. Each constant's static type is the interface of the same name.
  */
 import Type from "typebox";
+import { described } from "../../k8s.ts";
 import type * as T from "../../../client/models/admissionregistration/v1.ts";
 import * as metav1 from "../meta/v1.ts";
 
 /** ApplyConfiguration defines the desired configuration values of an object. */
-export const ApplyConfiguration = Type.Unsafe<T.ApplyConfiguration>({
+export const ApplyConfiguration = /* @__PURE__ */ Type.Unsafe<T.ApplyConfiguration>({
   description: "ApplyConfiguration defines the desired configuration values of an object.",
   type: "object",
   properties: {
@@ -22,7 +23,7 @@ export const ApplyConfiguration = Type.Unsafe<T.ApplyConfiguration>({
 export type ApplyConfiguration = T.ApplyConfiguration;
 
 /** AuditAnnotation describes how to produce an audit annotation for an API request. */
-export const AuditAnnotation = Type.Unsafe<T.AuditAnnotation>({
+export const AuditAnnotation = /* @__PURE__ */ Type.Unsafe<T.AuditAnnotation>({
   description: "AuditAnnotation describes how to produce an audit annotation for an API request.",
   type: "object",
   properties: {
@@ -40,7 +41,7 @@ export const AuditAnnotation = Type.Unsafe<T.AuditAnnotation>({
 export type AuditAnnotation = T.AuditAnnotation;
 
 /** ExpressionWarning is a warning information that targets a specific expression. */
-export const ExpressionWarning = Type.Unsafe<T.ExpressionWarning>({
+export const ExpressionWarning = /* @__PURE__ */ Type.Unsafe<T.ExpressionWarning>({
   description: "ExpressionWarning is a warning information that targets a specific expression.",
   type: "object",
   properties: {
@@ -58,7 +59,7 @@ export const ExpressionWarning = Type.Unsafe<T.ExpressionWarning>({
 export type ExpressionWarning = T.ExpressionWarning;
 
 /** JSONPatch defines a JSON Patch. */
-export const JSONPatch = Type.Unsafe<T.JSONPatch>({
+export const JSONPatch = /* @__PURE__ */ Type.Unsafe<T.JSONPatch>({
   description: "JSONPatch defines a JSON Patch.",
   type: "object",
   properties: {
@@ -71,7 +72,7 @@ export const JSONPatch = Type.Unsafe<T.JSONPatch>({
 export type JSONPatch = T.JSONPatch;
 
 /** MatchCondition represents a condition which must by fulfilled for a request to be sent to a webhook. */
-export const MatchCondition = Type.Unsafe<T.MatchCondition>({
+export const MatchCondition = /* @__PURE__ */ Type.Unsafe<T.MatchCondition>({
   description: "MatchCondition represents a condition which must by fulfilled for a request to be sent to a webhook.",
   type: "object",
   properties: {
@@ -89,7 +90,7 @@ export const MatchCondition = Type.Unsafe<T.MatchCondition>({
 export type MatchCondition = T.MatchCondition;
 
 /** NamedRuleWithOperations is a tuple of Operations and Resources with ResourceNames. */
-export const NamedRuleWithOperations = Type.Unsafe<T.NamedRuleWithOperations>({
+export const NamedRuleWithOperations = /* @__PURE__ */ Type.Unsafe<T.NamedRuleWithOperations>({
   description: "NamedRuleWithOperations is a tuple of Operations and Resources with ResourceNames.",
   type: "object",
   properties: {
@@ -145,7 +146,7 @@ export const NamedRuleWithOperations = Type.Unsafe<T.NamedRuleWithOperations>({
 export type NamedRuleWithOperations = T.NamedRuleWithOperations;
 
 /** MatchResources decides whether to run the admission control policy on an object based on whether it meets the match criteria. The exclude rules take precedence over include rules (if a resource matches both, it is excluded) */
-export const MatchResources = Type.Unsafe<T.MatchResources>({
+export const MatchResources = /* @__PURE__ */ Type.Unsafe<T.MatchResources>({
   description: "MatchResources decides whether to run the admission control policy on an object based on whether it meets the match criteria. The exclude rules take precedence over include rules (if a resource matches both, it is excluded)",
   type: "object",
   properties: {
@@ -160,8 +161,8 @@ export const MatchResources = Type.Unsafe<T.MatchResources>({
       type: "string",
       enum: ["Equivalent","Exact"],
     },
-    namespaceSelector: { ...metav1.LabelSelector, description: "namespaceSelector decides whether to run the admission control policy on an object based on whether the namespace for that object matches the selector. If the object itself is a namespace, the matching is performed on object.metadata.labels. If the object is another cluster scoped resource, it never skips the policy.\n\nFor example, to run the webhook on any objects whose namespace is not associated with \"runlevel\" of \"0\" or \"1\";  you will set the selector as follows: \"namespaceSelector\": {\n  \"matchExpressions\": [\n    {\n      \"key\": \"runlevel\",\n      \"operator\": \"NotIn\",\n      \"values\": [\n        \"0\",\n        \"1\"\n      ]\n    }\n  ]\n}\n\nIf instead you want to only run the policy on any objects whose namespace is associated with the \"environment\" of \"prod\" or \"staging\"; you will set the selector as follows: \"namespaceSelector\": {\n  \"matchExpressions\": [\n    {\n      \"key\": \"environment\",\n      \"operator\": \"In\",\n      \"values\": [\n        \"prod\",\n        \"staging\"\n      ]\n    }\n  ]\n}\n\nSee https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/ for more examples of label selectors.\n\nDefault to the empty LabelSelector, which matches everything." },
-    objectSelector: { ...metav1.LabelSelector, description: "objectSelector decides whether to run the validation based on if the object has matching labels. objectSelector is evaluated against both the oldObject and newObject that would be sent to the cel validation, and is considered to match if either object matches the selector. A null object (oldObject in the case of create, or newObject in the case of delete) or an object that cannot have labels (like a DeploymentRollback or a PodProxyOptions object) is not considered to match. Use the object selector only if the webhook is opt-in, because end users may skip the admission webhook by setting the labels. Default to the empty LabelSelector, which matches everything." },
+    namespaceSelector: /* @__PURE__ */ described(metav1.LabelSelector, "namespaceSelector decides whether to run the admission control policy on an object based on whether the namespace for that object matches the selector. If the object itself is a namespace, the matching is performed on object.metadata.labels. If the object is another cluster scoped resource, it never skips the policy.\n\nFor example, to run the webhook on any objects whose namespace is not associated with \"runlevel\" of \"0\" or \"1\";  you will set the selector as follows: \"namespaceSelector\": {\n  \"matchExpressions\": [\n    {\n      \"key\": \"runlevel\",\n      \"operator\": \"NotIn\",\n      \"values\": [\n        \"0\",\n        \"1\"\n      ]\n    }\n  ]\n}\n\nIf instead you want to only run the policy on any objects whose namespace is associated with the \"environment\" of \"prod\" or \"staging\"; you will set the selector as follows: \"namespaceSelector\": {\n  \"matchExpressions\": [\n    {\n      \"key\": \"environment\",\n      \"operator\": \"In\",\n      \"values\": [\n        \"prod\",\n        \"staging\"\n      ]\n    }\n  ]\n}\n\nSee https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/ for more examples of label selectors.\n\nDefault to the empty LabelSelector, which matches everything."),
+    objectSelector: /* @__PURE__ */ described(metav1.LabelSelector, "objectSelector decides whether to run the validation based on if the object has matching labels. objectSelector is evaluated against both the oldObject and newObject that would be sent to the cel validation, and is considered to match if either object matches the selector. A null object (oldObject in the case of create, or newObject in the case of delete) or an object that cannot have labels (like a DeploymentRollback or a PodProxyOptions object) is not considered to match. Use the object selector only if the webhook is opt-in, because end users may skip the admission webhook by setting the labels. Default to the empty LabelSelector, which matches everything."),
     resourceRules: {
       description: "resourceRules describes what operations on what resources/subresources the ValidatingAdmissionPolicy matches. The policy cares about an operation if it matches _any_ Rule.",
       type: "array",
@@ -174,12 +175,12 @@ export const MatchResources = Type.Unsafe<T.MatchResources>({
 export type MatchResources = T.MatchResources;
 
 /** Mutation specifies the CEL expression which is used to apply the Mutation. */
-export const Mutation = Type.Unsafe<T.Mutation>({
+export const Mutation = /* @__PURE__ */ Type.Unsafe<T.Mutation>({
   description: "Mutation specifies the CEL expression which is used to apply the Mutation.",
   type: "object",
   properties: {
-    applyConfiguration: { ...ApplyConfiguration, description: "applyConfiguration defines the desired configuration values of an object. The configuration is applied to the admission object using [structured merge diff](https://github.com/kubernetes-sigs/structured-merge-diff). A CEL expression is used to create apply configuration." },
-    jsonPatch: { ...JSONPatch, description: "jsonPatch defines a [JSON patch](https://jsonpatch.com/) operation to perform a mutation to the object. A CEL expression is used to create the JSON patch." },
+    applyConfiguration: /* @__PURE__ */ described(ApplyConfiguration, "applyConfiguration defines the desired configuration values of an object. The configuration is applied to the admission object using [structured merge diff](https://github.com/kubernetes-sigs/structured-merge-diff). A CEL expression is used to create apply configuration."),
+    jsonPatch: /* @__PURE__ */ described(JSONPatch, "jsonPatch defines a [JSON patch](https://jsonpatch.com/) operation to perform a mutation to the object. A CEL expression is used to create the JSON patch."),
     patchType: {
       description: "patchType indicates the patch strategy used. Allowed values are \"ApplyConfiguration\" and \"JSONPatch\". Required.\n\n\nPossible enum values:\n - `\"ApplyConfiguration\"` ApplyConfiguration indicates that the mutation is using apply configuration to mutate the object.\n - `\"JSONPatch\"` JSONPatch indicates that the object is mutated through JSON Patch.",
       type: "string",
@@ -191,7 +192,7 @@ export const Mutation = Type.Unsafe<T.Mutation>({
 export type Mutation = T.Mutation;
 
 /** ParamKind is a tuple of Group Kind and Version. */
-export const ParamKind = Type.Unsafe<T.ParamKind>({
+export const ParamKind = /* @__PURE__ */ Type.Unsafe<T.ParamKind>({
   description: "ParamKind is a tuple of Group Kind and Version.",
   type: "object",
   properties: {
@@ -209,7 +210,7 @@ export const ParamKind = Type.Unsafe<T.ParamKind>({
 export type ParamKind = T.ParamKind;
 
 /** Variable is the definition of a variable that is used for composition. A variable is defined as a named expression. */
-export const Variable = Type.Unsafe<T.Variable>({
+export const Variable = /* @__PURE__ */ Type.Unsafe<T.Variable>({
   description: "Variable is the definition of a variable that is used for composition. A variable is defined as a named expression.",
   type: "object",
   properties: {
@@ -228,7 +229,7 @@ export const Variable = Type.Unsafe<T.Variable>({
 export type Variable = T.Variable;
 
 /** MutatingAdmissionPolicySpec defines the desired behavior of the admission policy. */
-export const MutatingAdmissionPolicySpec = Type.Unsafe<T.MutatingAdmissionPolicySpec>({
+export const MutatingAdmissionPolicySpec = /* @__PURE__ */ Type.Unsafe<T.MutatingAdmissionPolicySpec>({
   description: "MutatingAdmissionPolicySpec defines the desired behavior of the admission policy.",
   type: "object",
   properties: {
@@ -244,14 +245,14 @@ export const MutatingAdmissionPolicySpec = Type.Unsafe<T.MutatingAdmissionPolicy
       "x-kubernetes-list-type": "map",
       "x-kubernetes-list-map-keys": ["name"],
     },
-    matchConstraints: { ...MatchResources, description: "matchConstraints specifies what resources this policy is designed to validate. The MutatingAdmissionPolicy cares about a request if it matches _all_ Constraints. However, in order to prevent clusters from being put into an unstable state that cannot be recovered from via the API MutatingAdmissionPolicy cannot match MutatingAdmissionPolicy and MutatingAdmissionPolicyBinding. The CREATE, UPDATE and CONNECT operations are allowed.  The DELETE operation may not be matched. '*' matches CREATE, UPDATE and CONNECT. Required." },
+    matchConstraints: /* @__PURE__ */ described(MatchResources, "matchConstraints specifies what resources this policy is designed to validate. The MutatingAdmissionPolicy cares about a request if it matches _all_ Constraints. However, in order to prevent clusters from being put into an unstable state that cannot be recovered from via the API MutatingAdmissionPolicy cannot match MutatingAdmissionPolicy and MutatingAdmissionPolicyBinding. The CREATE, UPDATE and CONNECT operations are allowed.  The DELETE operation may not be matched. '*' matches CREATE, UPDATE and CONNECT. Required."),
     mutations: {
       description: "mutations contain operations to perform on matching objects. mutations may not be empty; a minimum of one mutation is required. mutations are evaluated in order, and are reinvoked according to the reinvocationPolicy. The mutations of a policy are invoked for each binding of this policy and reinvocation of mutations occurs on a per binding basis.",
       type: "array",
       items: Mutation,
       "x-kubernetes-list-type": "atomic",
     },
-    paramKind: { ...ParamKind, description: "paramKind specifies the kind of resources used to parameterize this policy. If absent, there are no parameters for this policy and the param CEL variable will not be provided to validation expressions. If paramKind refers to a non-existent kind, this policy definition is mis-configured and the FailurePolicy is applied. If paramKind is specified but paramRef is unset in MutatingAdmissionPolicyBinding, the params variable will be null." },
+    paramKind: /* @__PURE__ */ described(ParamKind, "paramKind specifies the kind of resources used to parameterize this policy. If absent, there are no parameters for this policy and the param CEL variable will not be provided to validation expressions. If paramKind refers to a non-existent kind, this policy definition is mis-configured and the FailurePolicy is applied. If paramKind is specified but paramRef is unset in MutatingAdmissionPolicyBinding, the params variable will be null."),
     reinvocationPolicy: {
       description: "reinvocationPolicy indicates whether mutations may be called multiple times per MutatingAdmissionPolicyBinding as part of a single admission evaluation. Allowed values are \"Never\" and \"IfNeeded\".\n\nNever: These mutations will not be called more than once per binding in a single admission evaluation.\n\nIfNeeded: These mutations may be invoked more than once per binding for a single admission request and there is no guarantee of order with respect to other admission plugins, admission webhooks, bindings of this policy and admission policies.  Mutations are only reinvoked when mutations change the object after this mutation is invoked. Required.\n\nPossible enum values:\n - `\"IfNeeded\"` indicates that the mutation may be called at least one additional time as part of the admission evaluation if the object being admitted is modified by other admission plugins after the initial mutation call.\n - `\"Never\"` indicates that the mutation must not be called more than once in a single admission evaluation.",
       type: "string",
@@ -268,7 +269,7 @@ export const MutatingAdmissionPolicySpec = Type.Unsafe<T.MutatingAdmissionPolicy
 export type MutatingAdmissionPolicySpec = T.MutatingAdmissionPolicySpec;
 
 /** MutatingAdmissionPolicy describes the definition of an admission mutation policy that mutates the object coming into admission chain. */
-export const MutatingAdmissionPolicy = Type.Unsafe<T.MutatingAdmissionPolicy>({
+export const MutatingAdmissionPolicy = /* @__PURE__ */ Type.Unsafe<T.MutatingAdmissionPolicy>({
   description: "MutatingAdmissionPolicy describes the definition of an admission mutation policy that mutates the object coming into admission chain.",
   type: "object",
   properties: {
@@ -280,14 +281,14 @@ export const MutatingAdmissionPolicy = Type.Unsafe<T.MutatingAdmissionPolicy>({
       description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
       type: "string",
     },
-    metadata: { ...metav1.ObjectMeta, description: "metadata is the standard object metadata; More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata." },
-    spec: { ...MutatingAdmissionPolicySpec, description: "spec defines the desired behavior of the MutatingAdmissionPolicy." },
+    metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "metadata is the standard object metadata; More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata."),
+    spec: /* @__PURE__ */ described(MutatingAdmissionPolicySpec, "spec defines the desired behavior of the MutatingAdmissionPolicy."),
   },
 });
 export type MutatingAdmissionPolicy = T.MutatingAdmissionPolicy;
 
 /** ParamRef describes how to locate the params to be used as input to expressions of rules applied by a policy binding. */
-export const ParamRef = Type.Unsafe<T.ParamRef>({
+export const ParamRef = /* @__PURE__ */ Type.Unsafe<T.ParamRef>({
   description: "ParamRef describes how to locate the params to be used as input to expressions of rules applied by a policy binding.",
   type: "object",
   properties: {
@@ -303,19 +304,19 @@ export const ParamRef = Type.Unsafe<T.ParamRef>({
       description: "parameterNotFoundAction controls the behavior of the binding when the resource exists, and name or selector is valid, but there are no parameters matched by the binding. If the value is set to `Allow`, then no matched parameters will be treated as successful validation by the binding. If set to `Deny`, then no matched parameters will be subject to the `failurePolicy` of the policy.\n\nAllowed values are `Allow` or `Deny`\n\nRequired",
       type: "string",
     },
-    selector: { ...metav1.LabelSelector, description: "selector can be used to match multiple param objects based on their labels. Supply selector: {} to match all resources of the ParamKind.\n\nIf multiple params are found, they are all evaluated with the policy expressions and the results are ANDed together.\n\nOne of `name` or `selector` must be set, but `name` and `selector` are mutually exclusive properties. If one is set, the other must be unset." },
+    selector: /* @__PURE__ */ described(metav1.LabelSelector, "selector can be used to match multiple param objects based on their labels. Supply selector: {} to match all resources of the ParamKind.\n\nIf multiple params are found, they are all evaluated with the policy expressions and the results are ANDed together.\n\nOne of `name` or `selector` must be set, but `name` and `selector` are mutually exclusive properties. If one is set, the other must be unset."),
   },
   "x-kubernetes-map-type": "atomic",
 });
 export type ParamRef = T.ParamRef;
 
 /** MutatingAdmissionPolicyBindingSpec defines the specification of the MutatingAdmissionPolicyBinding. */
-export const MutatingAdmissionPolicyBindingSpec = Type.Unsafe<T.MutatingAdmissionPolicyBindingSpec>({
+export const MutatingAdmissionPolicyBindingSpec = /* @__PURE__ */ Type.Unsafe<T.MutatingAdmissionPolicyBindingSpec>({
   description: "MutatingAdmissionPolicyBindingSpec defines the specification of the MutatingAdmissionPolicyBinding.",
   type: "object",
   properties: {
-    matchResources: { ...MatchResources, description: "matchResources limits what resources match this binding and may be mutated by it. Note that if matchResources matches a resource, the resource must also match a policy's matchConstraints and matchConditions before the resource may be mutated. When matchResources is unset, it does not constrain resource matching, and only the policy's matchConstraints and matchConditions must match for the resource to be mutated. Additionally, matchResources.resourceRules are optional and do not constraint matching when unset. Note that this is differs from MutatingAdmissionPolicy matchConstraints, where resourceRules are required. The CREATE, UPDATE and CONNECT operations are allowed.  The DELETE operation may not be matched. '*' matches CREATE, UPDATE and CONNECT." },
-    paramRef: { ...ParamRef, description: "paramRef specifies the parameter resource used to configure the admission control policy. It should point to a resource of the type specified in spec.ParamKind of the bound MutatingAdmissionPolicy. If the policy specifies a ParamKind and the resource referred to by ParamRef does not exist, this binding is considered mis-configured and the FailurePolicy of the MutatingAdmissionPolicy applied. If the policy does not specify a ParamKind then this field is ignored, and the rules are evaluated without a param." },
+    matchResources: /* @__PURE__ */ described(MatchResources, "matchResources limits what resources match this binding and may be mutated by it. Note that if matchResources matches a resource, the resource must also match a policy's matchConstraints and matchConditions before the resource may be mutated. When matchResources is unset, it does not constrain resource matching, and only the policy's matchConstraints and matchConditions must match for the resource to be mutated. Additionally, matchResources.resourceRules are optional and do not constraint matching when unset. Note that this is differs from MutatingAdmissionPolicy matchConstraints, where resourceRules are required. The CREATE, UPDATE and CONNECT operations are allowed.  The DELETE operation may not be matched. '*' matches CREATE, UPDATE and CONNECT."),
+    paramRef: /* @__PURE__ */ described(ParamRef, "paramRef specifies the parameter resource used to configure the admission control policy. It should point to a resource of the type specified in spec.ParamKind of the bound MutatingAdmissionPolicy. If the policy specifies a ParamKind and the resource referred to by ParamRef does not exist, this binding is considered mis-configured and the FailurePolicy of the MutatingAdmissionPolicy applied. If the policy does not specify a ParamKind then this field is ignored, and the rules are evaluated without a param."),
     policyName: {
       description: "policyName references a MutatingAdmissionPolicy name which the MutatingAdmissionPolicyBinding binds to. If the referenced resource does not exist, this binding is considered invalid and will be ignored Required.",
       type: "string",
@@ -331,7 +332,7 @@ export type MutatingAdmissionPolicyBindingSpec = T.MutatingAdmissionPolicyBindin
  *
  * Adding/removing policies, bindings, or params can not affect whether a given (policy, binding, param) combination is within its own CEL budget.
  */
-export const MutatingAdmissionPolicyBinding = Type.Unsafe<T.MutatingAdmissionPolicyBinding>({
+export const MutatingAdmissionPolicyBinding = /* @__PURE__ */ Type.Unsafe<T.MutatingAdmissionPolicyBinding>({
   description: "MutatingAdmissionPolicyBinding binds the MutatingAdmissionPolicy with parametrized resources. MutatingAdmissionPolicyBinding and the optional parameter resource together define how cluster administrators configure policies for clusters.\n\nFor a given admission request, each binding will cause its policy to be evaluated N times, where N is 1 for policies/bindings that don't use params, otherwise N is the number of parameters selected by the binding. Each evaluation is constrained by a [runtime cost budget](https://kubernetes.io/docs/reference/using-api/cel/#runtime-cost-budget).\n\nAdding/removing policies, bindings, or params can not affect whether a given (policy, binding, param) combination is within its own CEL budget.",
   type: "object",
   properties: {
@@ -343,14 +344,14 @@ export const MutatingAdmissionPolicyBinding = Type.Unsafe<T.MutatingAdmissionPol
       description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
       type: "string",
     },
-    metadata: { ...metav1.ObjectMeta, description: "metadata is the standard object metadata; More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata." },
-    spec: { ...MutatingAdmissionPolicyBindingSpec, description: "spec defines the desired behavior of the MutatingAdmissionPolicyBinding." },
+    metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "metadata is the standard object metadata; More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata."),
+    spec: /* @__PURE__ */ described(MutatingAdmissionPolicyBindingSpec, "spec defines the desired behavior of the MutatingAdmissionPolicyBinding."),
   },
 });
 export type MutatingAdmissionPolicyBinding = T.MutatingAdmissionPolicyBinding;
 
 /** RuleWithOperations is a tuple of Operations and Resources. It is recommended to make sure that all the tuple expansions are valid. */
-export const RuleWithOperations = Type.Unsafe<T.RuleWithOperations>({
+export const RuleWithOperations = /* @__PURE__ */ Type.Unsafe<T.RuleWithOperations>({
   description: "RuleWithOperations is a tuple of Operations and Resources. It is recommended to make sure that all the tuple expansions are valid.",
   type: "object",
   properties: {
@@ -397,7 +398,7 @@ export const RuleWithOperations = Type.Unsafe<T.RuleWithOperations>({
 export type RuleWithOperations = T.RuleWithOperations;
 
 /** ServiceReference holds a reference to Service.legacy.k8s.io */
-export const ServiceReference = Type.Unsafe<T.ServiceReference>({
+export const ServiceReference = /* @__PURE__ */ Type.Unsafe<T.ServiceReference>({
   description: "ServiceReference holds a reference to Service.legacy.k8s.io",
   type: "object",
   properties: {
@@ -424,7 +425,7 @@ export const ServiceReference = Type.Unsafe<T.ServiceReference>({
 export type ServiceReference = T.ServiceReference;
 
 /** WebhookClientConfig contains the information to make a TLS connection with the webhook */
-export const WebhookClientConfig = Type.Unsafe<T.WebhookClientConfig>({
+export const WebhookClientConfig = /* @__PURE__ */ Type.Unsafe<T.WebhookClientConfig>({
   description: "WebhookClientConfig contains the information to make a TLS connection with the webhook",
   type: "object",
   properties: {
@@ -433,7 +434,7 @@ export const WebhookClientConfig = Type.Unsafe<T.WebhookClientConfig>({
       type: "string",
       format: "byte",
     },
-    service: { ...ServiceReference, description: "service is a reference to the service for this webhook. Either `service` or `url` must be specified.\n\nIf the webhook is running within the cluster, then you should use `service`." },
+    service: /* @__PURE__ */ described(ServiceReference, "service is a reference to the service for this webhook. Either `service` or `url` must be specified.\n\nIf the webhook is running within the cluster, then you should use `service`."),
     url: {
       description: "url gives the location of the webhook, in standard URL form (`scheme://host:port/path`). Exactly one of `url` or `service` must be specified.\n\nThe `host` should not refer to a service running in the cluster; use the `service` field instead. The host might be resolved via external DNS in some apiservers (e.g., `kube-apiserver` cannot resolve in-cluster DNS as that would be a layering violation). `host` may also be an IP address.\n\nPlease note that using `localhost` or `127.0.0.1` as a `host` is risky unless you take great care to run this webhook on all hosts which run an apiserver which might need to make calls to this webhook. Such installs are likely to be non-portable, i.e., not easy to turn up in a new cluster.\n\nThe scheme must be \"https\"; the URL must begin with \"https://\".\n\nA path is optional, and if present may be any string permissible in a URL. You may use the path to pass an arbitrary string to the webhook, for example, a cluster identifier.\n\nAttempting to use a user or basic auth e.g. \"user:password@\" is not allowed. Fragments (\"#...\") and query parameters (\"?...\") are not allowed, either.",
       type: "string",
@@ -443,7 +444,7 @@ export const WebhookClientConfig = Type.Unsafe<T.WebhookClientConfig>({
 export type WebhookClientConfig = T.WebhookClientConfig;
 
 /** MutatingWebhook describes an admission webhook and the resources and operations it applies to. */
-export const MutatingWebhook = Type.Unsafe<T.MutatingWebhook>({
+export const MutatingWebhook = /* @__PURE__ */ Type.Unsafe<T.MutatingWebhook>({
   description: "MutatingWebhook describes an admission webhook and the resources and operations it applies to.",
   type: "object",
   properties: {
@@ -455,7 +456,7 @@ export const MutatingWebhook = Type.Unsafe<T.MutatingWebhook>({
       },
       "x-kubernetes-list-type": "atomic",
     },
-    clientConfig: { ...WebhookClientConfig, description: "clientConfig defines how to communicate with the hook. Required" },
+    clientConfig: /* @__PURE__ */ described(WebhookClientConfig, "clientConfig defines how to communicate with the hook. Required"),
     failurePolicy: {
       description: "failurePolicy defines how unrecognized errors from the admission endpoint are handled - allowed values are Ignore or Fail. Defaults to Fail.\n\nPossible enum values:\n - `\"Fail\"` means that an error calling the webhook causes the admission to fail.\n - `\"Ignore\"` means that an error calling the webhook is ignored.",
       type: "string",
@@ -477,8 +478,8 @@ export const MutatingWebhook = Type.Unsafe<T.MutatingWebhook>({
       description: "name is the name of the admission webhook. Name should be fully qualified, e.g., imagepolicy.kubernetes.io, where \"imagepolicy\" is the name of the webhook, and kubernetes.io is the name of the organization. Required.",
       type: "string",
     },
-    namespaceSelector: { ...metav1.LabelSelector, description: "namespaceSelector decides whether to run the webhook on an object based on whether the namespace for that object matches the selector. If the object itself is a namespace, the matching is performed on object.metadata.labels. If the object is another cluster scoped resource, it never skips the webhook.\n\nFor example, to run the webhook on any objects whose namespace is not associated with \"runlevel\" of \"0\" or \"1\";  you will set the selector as follows: \"namespaceSelector\": {\n  \"matchExpressions\": [\n    {\n      \"key\": \"runlevel\",\n      \"operator\": \"NotIn\",\n      \"values\": [\n        \"0\",\n        \"1\"\n      ]\n    }\n  ]\n}\n\nIf instead you want to only run the webhook on any objects whose namespace is associated with the \"environment\" of \"prod\" or \"staging\"; you will set the selector as follows: \"namespaceSelector\": {\n  \"matchExpressions\": [\n    {\n      \"key\": \"environment\",\n      \"operator\": \"In\",\n      \"values\": [\n        \"prod\",\n        \"staging\"\n      ]\n    }\n  ]\n}\n\nSee https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/ for more examples of label selectors.\n\nDefault to the empty LabelSelector, which matches everything." },
-    objectSelector: { ...metav1.LabelSelector, description: "objectSelector decides whether to run the webhook based on if the object has matching labels. objectSelector is evaluated against both the oldObject and newObject that would be sent to the webhook, and is considered to match if either object matches the selector. A null object (oldObject in the case of create, or newObject in the case of delete) or an object that cannot have labels (like a DeploymentRollback or a PodProxyOptions object) is not considered to match. Use the object selector only if the webhook is opt-in, because end users may skip the admission webhook by setting the labels. Default to the empty LabelSelector, which matches everything." },
+    namespaceSelector: /* @__PURE__ */ described(metav1.LabelSelector, "namespaceSelector decides whether to run the webhook on an object based on whether the namespace for that object matches the selector. If the object itself is a namespace, the matching is performed on object.metadata.labels. If the object is another cluster scoped resource, it never skips the webhook.\n\nFor example, to run the webhook on any objects whose namespace is not associated with \"runlevel\" of \"0\" or \"1\";  you will set the selector as follows: \"namespaceSelector\": {\n  \"matchExpressions\": [\n    {\n      \"key\": \"runlevel\",\n      \"operator\": \"NotIn\",\n      \"values\": [\n        \"0\",\n        \"1\"\n      ]\n    }\n  ]\n}\n\nIf instead you want to only run the webhook on any objects whose namespace is associated with the \"environment\" of \"prod\" or \"staging\"; you will set the selector as follows: \"namespaceSelector\": {\n  \"matchExpressions\": [\n    {\n      \"key\": \"environment\",\n      \"operator\": \"In\",\n      \"values\": [\n        \"prod\",\n        \"staging\"\n      ]\n    }\n  ]\n}\n\nSee https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/ for more examples of label selectors.\n\nDefault to the empty LabelSelector, which matches everything."),
+    objectSelector: /* @__PURE__ */ described(metav1.LabelSelector, "objectSelector decides whether to run the webhook based on if the object has matching labels. objectSelector is evaluated against both the oldObject and newObject that would be sent to the webhook, and is considered to match if either object matches the selector. A null object (oldObject in the case of create, or newObject in the case of delete) or an object that cannot have labels (like a DeploymentRollback or a PodProxyOptions object) is not considered to match. Use the object selector only if the webhook is opt-in, because end users may skip the admission webhook by setting the labels. Default to the empty LabelSelector, which matches everything."),
     reinvocationPolicy: {
       description: "reinvocationPolicy indicates whether this webhook should be called multiple times as part of a single admission evaluation. Allowed values are \"Never\" and \"IfNeeded\".\n\nNever: the webhook will not be called more than once in a single admission evaluation.\n\nIfNeeded: the webhook will be called at least one additional time as part of the admission evaluation if the object being admitted is modified by other admission plugins after the initial webhook call. Webhooks that specify this option *must* be idempotent, able to process objects they previously admitted. Note: * the number of additional invocations is not guaranteed to be exactly one. * if additional invocations result in further modifications to the object, webhooks are not guaranteed to be invoked again. * webhooks that use this option may be reordered to minimize the number of additional invocations. * to validate an object after all mutations are guaranteed complete, use a validating admission webhook instead.\n\nDefaults to \"Never\".\n\nPossible enum values:\n - `\"IfNeeded\"` indicates that the mutation may be called at least one additional time as part of the admission evaluation if the object being admitted is modified by other admission plugins after the initial mutation call.\n - `\"Never\"` indicates that the mutation must not be called more than once in a single admission evaluation.",
       type: "string",
@@ -506,7 +507,7 @@ export const MutatingWebhook = Type.Unsafe<T.MutatingWebhook>({
 export type MutatingWebhook = T.MutatingWebhook;
 
 /** MutatingWebhookConfiguration describes the configuration of and admission webhook that accept or reject and may change the object. */
-export const MutatingWebhookConfiguration = Type.Unsafe<T.MutatingWebhookConfiguration>({
+export const MutatingWebhookConfiguration = /* @__PURE__ */ Type.Unsafe<T.MutatingWebhookConfiguration>({
   description: "MutatingWebhookConfiguration describes the configuration of and admission webhook that accept or reject and may change the object.",
   type: "object",
   properties: {
@@ -518,7 +519,7 @@ export const MutatingWebhookConfiguration = Type.Unsafe<T.MutatingWebhookConfigu
       description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
       type: "string",
     },
-    metadata: { ...metav1.ObjectMeta, description: "metadata is the standard object metadata; More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata." },
+    metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "metadata is the standard object metadata; More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata."),
     webhooks: {
       description: "webhooks is a list of webhooks and the affected resources and operations.",
       type: "array",
@@ -531,7 +532,7 @@ export const MutatingWebhookConfiguration = Type.Unsafe<T.MutatingWebhookConfigu
 export type MutatingWebhookConfiguration = T.MutatingWebhookConfiguration;
 
 /** TypeChecking contains results of type checking the expressions in the ValidatingAdmissionPolicy */
-export const TypeChecking = Type.Unsafe<T.TypeChecking>({
+export const TypeChecking = /* @__PURE__ */ Type.Unsafe<T.TypeChecking>({
   description: "TypeChecking contains results of type checking the expressions in the ValidatingAdmissionPolicy",
   type: "object",
   properties: {
@@ -546,7 +547,7 @@ export const TypeChecking = Type.Unsafe<T.TypeChecking>({
 export type TypeChecking = T.TypeChecking;
 
 /** Validation specifies the CEL expression which is used to apply the validation. */
-export const Validation = Type.Unsafe<T.Validation>({
+export const Validation = /* @__PURE__ */ Type.Unsafe<T.Validation>({
   description: "Validation specifies the CEL expression which is used to apply the validation.",
   type: "object",
   properties: {
@@ -572,7 +573,7 @@ export const Validation = Type.Unsafe<T.Validation>({
 export type Validation = T.Validation;
 
 /** ValidatingAdmissionPolicySpec is the specification of the desired behavior of the AdmissionPolicy. */
-export const ValidatingAdmissionPolicySpec = Type.Unsafe<T.ValidatingAdmissionPolicySpec>({
+export const ValidatingAdmissionPolicySpec = /* @__PURE__ */ Type.Unsafe<T.ValidatingAdmissionPolicySpec>({
   description: "ValidatingAdmissionPolicySpec is the specification of the desired behavior of the AdmissionPolicy.",
   type: "object",
   properties: {
@@ -594,8 +595,8 @@ export const ValidatingAdmissionPolicySpec = Type.Unsafe<T.ValidatingAdmissionPo
       "x-kubernetes-list-type": "map",
       "x-kubernetes-list-map-keys": ["name"],
     },
-    matchConstraints: { ...MatchResources, description: "matchConstraints specifies what resources this policy is designed to validate. The AdmissionPolicy cares about a request if it matches _all_ Constraints. However, in order to prevent clusters from being put into an unstable state that cannot be recovered from via the API ValidatingAdmissionPolicy cannot match ValidatingAdmissionPolicy and ValidatingAdmissionPolicyBinding. Required." },
-    paramKind: { ...ParamKind, description: "paramKind specifies the kind of resources used to parameterize this policy. If absent, there are no parameters for this policy and the param CEL variable will not be provided to validation expressions. If ParamKind refers to a non-existent kind, this policy definition is mis-configured and the FailurePolicy is applied. If paramKind is specified but paramRef is unset in ValidatingAdmissionPolicyBinding, the params variable will be null." },
+    matchConstraints: /* @__PURE__ */ described(MatchResources, "matchConstraints specifies what resources this policy is designed to validate. The AdmissionPolicy cares about a request if it matches _all_ Constraints. However, in order to prevent clusters from being put into an unstable state that cannot be recovered from via the API ValidatingAdmissionPolicy cannot match ValidatingAdmissionPolicy and ValidatingAdmissionPolicyBinding. Required."),
+    paramKind: /* @__PURE__ */ described(ParamKind, "paramKind specifies the kind of resources used to parameterize this policy. If absent, there are no parameters for this policy and the param CEL variable will not be provided to validation expressions. If ParamKind refers to a non-existent kind, this policy definition is mis-configured and the FailurePolicy is applied. If paramKind is specified but paramRef is unset in ValidatingAdmissionPolicyBinding, the params variable will be null."),
     validations: {
       description: "validations contain CEL expressions which is used to apply the validation. Validations and AuditAnnotations may not both be empty; a minimum of one Validations or AuditAnnotations is required.",
       type: "array",
@@ -614,7 +615,7 @@ export const ValidatingAdmissionPolicySpec = Type.Unsafe<T.ValidatingAdmissionPo
 export type ValidatingAdmissionPolicySpec = T.ValidatingAdmissionPolicySpec;
 
 /** ValidatingAdmissionPolicyStatus represents the status of an admission validation policy. */
-export const ValidatingAdmissionPolicyStatus = Type.Unsafe<T.ValidatingAdmissionPolicyStatus>({
+export const ValidatingAdmissionPolicyStatus = /* @__PURE__ */ Type.Unsafe<T.ValidatingAdmissionPolicyStatus>({
   description: "ValidatingAdmissionPolicyStatus represents the status of an admission validation policy.",
   type: "object",
   properties: {
@@ -630,13 +631,13 @@ export const ValidatingAdmissionPolicyStatus = Type.Unsafe<T.ValidatingAdmission
       type: "integer",
       format: "int64",
     },
-    typeChecking: { ...TypeChecking, description: "typeChecking contains the results of type checking for each expression. Presence of this field indicates the completion of the type checking." },
+    typeChecking: /* @__PURE__ */ described(TypeChecking, "typeChecking contains the results of type checking for each expression. Presence of this field indicates the completion of the type checking."),
   },
 });
 export type ValidatingAdmissionPolicyStatus = T.ValidatingAdmissionPolicyStatus;
 
 /** ValidatingAdmissionPolicy describes the definition of an admission validation policy that accepts or rejects an object without changing it. */
-export const ValidatingAdmissionPolicy = Type.Unsafe<T.ValidatingAdmissionPolicy>({
+export const ValidatingAdmissionPolicy = /* @__PURE__ */ Type.Unsafe<T.ValidatingAdmissionPolicy>({
   description: "ValidatingAdmissionPolicy describes the definition of an admission validation policy that accepts or rejects an object without changing it.",
   type: "object",
   properties: {
@@ -648,20 +649,20 @@ export const ValidatingAdmissionPolicy = Type.Unsafe<T.ValidatingAdmissionPolicy
       description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
       type: "string",
     },
-    metadata: { ...metav1.ObjectMeta, description: "metadata is the standard object metadata; More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata." },
-    spec: { ...ValidatingAdmissionPolicySpec, description: "spec defines the desired behavior of the ValidatingAdmissionPolicy." },
-    status: { ...ValidatingAdmissionPolicyStatus, description: "status represents the current status of the ValidatingAdmissionPolicy, including warnings that are useful to determine if the policy behaves in the expected way. Populated by the system. Read-only." },
+    metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "metadata is the standard object metadata; More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata."),
+    spec: /* @__PURE__ */ described(ValidatingAdmissionPolicySpec, "spec defines the desired behavior of the ValidatingAdmissionPolicy."),
+    status: /* @__PURE__ */ described(ValidatingAdmissionPolicyStatus, "status represents the current status of the ValidatingAdmissionPolicy, including warnings that are useful to determine if the policy behaves in the expected way. Populated by the system. Read-only."),
   },
 });
 export type ValidatingAdmissionPolicy = T.ValidatingAdmissionPolicy;
 
 /** ValidatingAdmissionPolicyBindingSpec is the specification of the ValidatingAdmissionPolicyBinding. */
-export const ValidatingAdmissionPolicyBindingSpec = Type.Unsafe<T.ValidatingAdmissionPolicyBindingSpec>({
+export const ValidatingAdmissionPolicyBindingSpec = /* @__PURE__ */ Type.Unsafe<T.ValidatingAdmissionPolicyBindingSpec>({
   description: "ValidatingAdmissionPolicyBindingSpec is the specification of the ValidatingAdmissionPolicyBinding.",
   type: "object",
   properties: {
-    matchResources: { ...MatchResources, description: "matchResources declares what resources match this binding and will be validated by it. Note that this is intersected with the policy's matchConstraints, so only requests that are matched by the policy can be selected by this. If this is unset, all resources matched by the policy are validated by this binding When resourceRules is unset, it does not constrain resource matching. If a resource is matched by the other fields of this object, it will be validated. Note that this is differs from ValidatingAdmissionPolicy matchConstraints, where resourceRules are required." },
-    paramRef: { ...ParamRef, description: "paramRef specifies the parameter resource used to configure the admission control policy. It should point to a resource of the type specified in ParamKind of the bound ValidatingAdmissionPolicy. If the policy specifies a ParamKind and the resource referred to by ParamRef does not exist, this binding is considered mis-configured and the FailurePolicy of the ValidatingAdmissionPolicy applied. If the policy does not specify a ParamKind then this field is ignored, and the rules are evaluated without a param." },
+    matchResources: /* @__PURE__ */ described(MatchResources, "matchResources declares what resources match this binding and will be validated by it. Note that this is intersected with the policy's matchConstraints, so only requests that are matched by the policy can be selected by this. If this is unset, all resources matched by the policy are validated by this binding When resourceRules is unset, it does not constrain resource matching. If a resource is matched by the other fields of this object, it will be validated. Note that this is differs from ValidatingAdmissionPolicy matchConstraints, where resourceRules are required."),
+    paramRef: /* @__PURE__ */ described(ParamRef, "paramRef specifies the parameter resource used to configure the admission control policy. It should point to a resource of the type specified in ParamKind of the bound ValidatingAdmissionPolicy. If the policy specifies a ParamKind and the resource referred to by ParamRef does not exist, this binding is considered mis-configured and the FailurePolicy of the ValidatingAdmissionPolicy applied. If the policy does not specify a ParamKind then this field is ignored, and the rules are evaluated without a param."),
     policyName: {
       description: "policyName references a ValidatingAdmissionPolicy name which the ValidatingAdmissionPolicyBinding binds to. If the referenced resource does not exist, this binding is considered invalid and will be ignored Required.",
       type: "string",
@@ -687,7 +688,7 @@ export type ValidatingAdmissionPolicyBindingSpec = T.ValidatingAdmissionPolicyBi
  *
  * The CEL expressions of a policy must have a computed CEL cost below the maximum CEL budget. Each evaluation of the policy is given an independent CEL cost budget. Adding/removing policies, bindings, or params can not affect whether a given (policy, binding, param) combination is within its own CEL budget.
  */
-export const ValidatingAdmissionPolicyBinding = Type.Unsafe<T.ValidatingAdmissionPolicyBinding>({
+export const ValidatingAdmissionPolicyBinding = /* @__PURE__ */ Type.Unsafe<T.ValidatingAdmissionPolicyBinding>({
   description: "ValidatingAdmissionPolicyBinding binds the ValidatingAdmissionPolicy with paramerized resources. ValidatingAdmissionPolicyBinding and parameter CRDs together define how cluster administrators configure policies for clusters.\n\nFor a given admission request, each binding will cause its policy to be evaluated N times, where N is 1 for policies/bindings that don't use params, otherwise N is the number of parameters selected by the binding.\n\nThe CEL expressions of a policy must have a computed CEL cost below the maximum CEL budget. Each evaluation of the policy is given an independent CEL cost budget. Adding/removing policies, bindings, or params can not affect whether a given (policy, binding, param) combination is within its own CEL budget.",
   type: "object",
   properties: {
@@ -699,15 +700,15 @@ export const ValidatingAdmissionPolicyBinding = Type.Unsafe<T.ValidatingAdmissio
       description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
       type: "string",
     },
-    metadata: { ...metav1.ObjectMeta, description: "metadata is the standard object metadata; More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata." },
-    spec: { ...ValidatingAdmissionPolicyBindingSpec, description: "spec defines the desired behavior of the ValidatingAdmissionPolicyBinding." },
+    metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "metadata is the standard object metadata; More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata."),
+    spec: /* @__PURE__ */ described(ValidatingAdmissionPolicyBindingSpec, "spec defines the desired behavior of the ValidatingAdmissionPolicyBinding."),
   },
   required: ["spec"],
 });
 export type ValidatingAdmissionPolicyBinding = T.ValidatingAdmissionPolicyBinding;
 
 /** ValidatingWebhook describes an admission webhook and the resources and operations it applies to. */
-export const ValidatingWebhook = Type.Unsafe<T.ValidatingWebhook>({
+export const ValidatingWebhook = /* @__PURE__ */ Type.Unsafe<T.ValidatingWebhook>({
   description: "ValidatingWebhook describes an admission webhook and the resources and operations it applies to.",
   type: "object",
   properties: {
@@ -719,7 +720,7 @@ export const ValidatingWebhook = Type.Unsafe<T.ValidatingWebhook>({
       },
       "x-kubernetes-list-type": "atomic",
     },
-    clientConfig: { ...WebhookClientConfig, description: "clientConfig defines how to communicate with the hook. Required" },
+    clientConfig: /* @__PURE__ */ described(WebhookClientConfig, "clientConfig defines how to communicate with the hook. Required"),
     failurePolicy: {
       description: "failurePolicy defines how unrecognized errors from the admission endpoint are handled - allowed values are Ignore or Fail. Defaults to Fail.\n\nPossible enum values:\n - `\"Fail\"` means that an error calling the webhook causes the admission to fail.\n - `\"Ignore\"` means that an error calling the webhook is ignored.",
       type: "string",
@@ -741,8 +742,8 @@ export const ValidatingWebhook = Type.Unsafe<T.ValidatingWebhook>({
       description: "name is the name of the admission webhook. Name should be fully qualified, e.g., imagepolicy.kubernetes.io, where \"imagepolicy\" is the name of the webhook, and kubernetes.io is the name of the organization. Required.",
       type: "string",
     },
-    namespaceSelector: { ...metav1.LabelSelector, description: "namespaceSelector decides whether to run the webhook on an object based on whether the namespace for that object matches the selector. If the object itself is a namespace, the matching is performed on object.metadata.labels. If the object is another cluster scoped resource, it never skips the webhook.\n\nFor example, to run the webhook on any objects whose namespace is not associated with \"runlevel\" of \"0\" or \"1\";  you will set the selector as follows: \"namespaceSelector\": {\n  \"matchExpressions\": [\n    {\n      \"key\": \"runlevel\",\n      \"operator\": \"NotIn\",\n      \"values\": [\n        \"0\",\n        \"1\"\n      ]\n    }\n  ]\n}\n\nIf instead you want to only run the webhook on any objects whose namespace is associated with the \"environment\" of \"prod\" or \"staging\"; you will set the selector as follows: \"namespaceSelector\": {\n  \"matchExpressions\": [\n    {\n      \"key\": \"environment\",\n      \"operator\": \"In\",\n      \"values\": [\n        \"prod\",\n        \"staging\"\n      ]\n    }\n  ]\n}\n\nSee https://kubernetes.io/docs/concepts/overview/working-with-objects/labels for more examples of label selectors.\n\nDefault to the empty LabelSelector, which matches everything." },
-    objectSelector: { ...metav1.LabelSelector, description: "objectSelector decides whether to run the webhook based on if the object has matching labels. objectSelector is evaluated against both the oldObject and newObject that would be sent to the webhook, and is considered to match if either object matches the selector. A null object (oldObject in the case of create, or newObject in the case of delete) or an object that cannot have labels (like a DeploymentRollback or a PodProxyOptions object) is not considered to match. Use the object selector only if the webhook is opt-in, because end users may skip the admission webhook by setting the labels. Default to the empty LabelSelector, which matches everything." },
+    namespaceSelector: /* @__PURE__ */ described(metav1.LabelSelector, "namespaceSelector decides whether to run the webhook on an object based on whether the namespace for that object matches the selector. If the object itself is a namespace, the matching is performed on object.metadata.labels. If the object is another cluster scoped resource, it never skips the webhook.\n\nFor example, to run the webhook on any objects whose namespace is not associated with \"runlevel\" of \"0\" or \"1\";  you will set the selector as follows: \"namespaceSelector\": {\n  \"matchExpressions\": [\n    {\n      \"key\": \"runlevel\",\n      \"operator\": \"NotIn\",\n      \"values\": [\n        \"0\",\n        \"1\"\n      ]\n    }\n  ]\n}\n\nIf instead you want to only run the webhook on any objects whose namespace is associated with the \"environment\" of \"prod\" or \"staging\"; you will set the selector as follows: \"namespaceSelector\": {\n  \"matchExpressions\": [\n    {\n      \"key\": \"environment\",\n      \"operator\": \"In\",\n      \"values\": [\n        \"prod\",\n        \"staging\"\n      ]\n    }\n  ]\n}\n\nSee https://kubernetes.io/docs/concepts/overview/working-with-objects/labels for more examples of label selectors.\n\nDefault to the empty LabelSelector, which matches everything."),
+    objectSelector: /* @__PURE__ */ described(metav1.LabelSelector, "objectSelector decides whether to run the webhook based on if the object has matching labels. objectSelector is evaluated against both the oldObject and newObject that would be sent to the webhook, and is considered to match if either object matches the selector. A null object (oldObject in the case of create, or newObject in the case of delete) or an object that cannot have labels (like a DeploymentRollback or a PodProxyOptions object) is not considered to match. Use the object selector only if the webhook is opt-in, because end users may skip the admission webhook by setting the labels. Default to the empty LabelSelector, which matches everything."),
     rules: {
       description: "rules describes what operations on what resources/subresources the webhook cares about. The webhook cares about an operation if it matches _any_ Rule. However, in order to prevent ValidatingAdmissionWebhooks and MutatingAdmissionWebhooks from putting the cluster in a state which cannot be recovered from without completely disabling the plugin, ValidatingAdmissionWebhooks and MutatingAdmissionWebhooks are never called on admission requests for ValidatingWebhookConfiguration and MutatingWebhookConfiguration objects.",
       type: "array",
@@ -765,7 +766,7 @@ export const ValidatingWebhook = Type.Unsafe<T.ValidatingWebhook>({
 export type ValidatingWebhook = T.ValidatingWebhook;
 
 /** ValidatingWebhookConfiguration describes the configuration of and admission webhook that accept or reject and object without changing it. */
-export const ValidatingWebhookConfiguration = Type.Unsafe<T.ValidatingWebhookConfiguration>({
+export const ValidatingWebhookConfiguration = /* @__PURE__ */ Type.Unsafe<T.ValidatingWebhookConfiguration>({
   description: "ValidatingWebhookConfiguration describes the configuration of and admission webhook that accept or reject and object without changing it.",
   type: "object",
   properties: {
@@ -777,7 +778,7 @@ export const ValidatingWebhookConfiguration = Type.Unsafe<T.ValidatingWebhookCon
       description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
       type: "string",
     },
-    metadata: { ...metav1.ObjectMeta, description: "metadata is the standard object metadata; More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata." },
+    metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "metadata is the standard object metadata; More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata."),
     webhooks: {
       description: "webhooks is a list of webhooks and the affected resources and operations.",
       type: "array",

@@ -5,11 +5,12 @@
  * `defineKind`. Each constant's static type is the interface of the same name.
  */
 import Type from "typebox";
+import { described } from "../../k8s.ts";
 import type * as T from "../../../client/models/apiextensions/v1.ts";
 import * as metav1 from "../meta/v1.ts";
 
 /** CustomResourceColumnDefinition specifies a column for server side printing. */
-export const CustomResourceColumnDefinition = Type.Unsafe<T.CustomResourceColumnDefinition>({
+export const CustomResourceColumnDefinition = /* @__PURE__ */ Type.Unsafe<T.CustomResourceColumnDefinition>({
   description: "CustomResourceColumnDefinition specifies a column for server side printing.",
   type: "object",
   properties: {
@@ -44,7 +45,7 @@ export const CustomResourceColumnDefinition = Type.Unsafe<T.CustomResourceColumn
 export type CustomResourceColumnDefinition = T.CustomResourceColumnDefinition;
 
 /** ServiceReference holds a reference to Service.legacy.k8s.io */
-export const ServiceReference = Type.Unsafe<T.ServiceReference>({
+export const ServiceReference = /* @__PURE__ */ Type.Unsafe<T.ServiceReference>({
   description: "ServiceReference holds a reference to Service.legacy.k8s.io",
   type: "object",
   properties: {
@@ -71,7 +72,7 @@ export const ServiceReference = Type.Unsafe<T.ServiceReference>({
 export type ServiceReference = T.ServiceReference;
 
 /** WebhookClientConfig contains the information to make a TLS connection with the webhook. */
-export const WebhookClientConfig = Type.Unsafe<T.WebhookClientConfig>({
+export const WebhookClientConfig = /* @__PURE__ */ Type.Unsafe<T.WebhookClientConfig>({
   description: "WebhookClientConfig contains the information to make a TLS connection with the webhook.",
   type: "object",
   properties: {
@@ -80,7 +81,7 @@ export const WebhookClientConfig = Type.Unsafe<T.WebhookClientConfig>({
       type: "string",
       format: "byte",
     },
-    service: { ...ServiceReference, description: "service is a reference to the service for this webhook. Either service or url must be specified.\n\nIf the webhook is running within the cluster, then you should use `service`." },
+    service: /* @__PURE__ */ described(ServiceReference, "service is a reference to the service for this webhook. Either service or url must be specified.\n\nIf the webhook is running within the cluster, then you should use `service`."),
     url: {
       description: "url gives the location of the webhook, in standard URL form (`scheme://host:port/path`). Exactly one of `url` or `service` must be specified.\n\nThe `host` should not refer to a service running in the cluster; use the `service` field instead. The host might be resolved via external DNS in some apiservers (e.g., `kube-apiserver` cannot resolve in-cluster DNS as that would be a layering violation). `host` may also be an IP address.\n\nPlease note that using `localhost` or `127.0.0.1` as a `host` is risky unless you take great care to run this webhook on all hosts which run an apiserver which might need to make calls to this webhook. Such installs are likely to be non-portable, i.e., not easy to turn up in a new cluster.\n\nThe scheme must be \"https\"; the URL must begin with \"https://\".\n\nA path is optional, and if present may be any string permissible in a URL. You may use the path to pass an arbitrary string to the webhook, for example, a cluster identifier.\n\nAttempting to use a user or basic auth e.g. \"user:password@\" is not allowed. Fragments (\"#...\") and query parameters (\"?...\") are not allowed, either.",
       type: "string",
@@ -90,11 +91,11 @@ export const WebhookClientConfig = Type.Unsafe<T.WebhookClientConfig>({
 export type WebhookClientConfig = T.WebhookClientConfig;
 
 /** WebhookConversion describes how to call a conversion webhook */
-export const WebhookConversion = Type.Unsafe<T.WebhookConversion>({
+export const WebhookConversion = /* @__PURE__ */ Type.Unsafe<T.WebhookConversion>({
   description: "WebhookConversion describes how to call a conversion webhook",
   type: "object",
   properties: {
-    clientConfig: { ...WebhookClientConfig, description: "clientConfig is the instructions for how to call the webhook if strategy is `Webhook`." },
+    clientConfig: /* @__PURE__ */ described(WebhookClientConfig, "clientConfig is the instructions for how to call the webhook if strategy is `Webhook`."),
     conversionReviewVersions: {
       description: "conversionReviewVersions is an ordered list of preferred `ConversionReview` versions the Webhook expects. The API server will use the first version in the list which it supports. If none of the versions specified in this list are supported by API server, conversion will fail for the custom resource. If a persisted Webhook configuration specifies allowed versions and does not include any versions known to the API Server, calls to the webhook will fail.",
       type: "array",
@@ -109,7 +110,7 @@ export const WebhookConversion = Type.Unsafe<T.WebhookConversion>({
 export type WebhookConversion = T.WebhookConversion;
 
 /** CustomResourceConversion describes how to convert different versions of a CR. */
-export const CustomResourceConversion = Type.Unsafe<T.CustomResourceConversion>({
+export const CustomResourceConversion = /* @__PURE__ */ Type.Unsafe<T.CustomResourceConversion>({
   description: "CustomResourceConversion describes how to convert different versions of a CR.",
   type: "object",
   properties: {
@@ -117,14 +118,14 @@ export const CustomResourceConversion = Type.Unsafe<T.CustomResourceConversion>(
       description: "strategy specifies how custom resources are converted between versions. Allowed values are: - `\"None\"`: The converter only change the apiVersion and would not touch any other field in the custom resource. - `\"Webhook\"`: API Server will call to an external webhook to do the conversion. Additional information\n  is needed for this option. This requires spec.preserveUnknownFields to be false, and spec.conversion.webhook to be set.",
       type: "string",
     },
-    webhook: { ...WebhookConversion, description: "webhook describes how to call the conversion webhook. Required when `strategy` is set to `\"Webhook\"`." },
+    webhook: /* @__PURE__ */ described(WebhookConversion, "webhook describes how to call the conversion webhook. Required when `strategy` is set to `\"Webhook\"`."),
   },
   required: ["strategy"],
 });
 export type CustomResourceConversion = T.CustomResourceConversion;
 
 /** CustomResourceDefinitionNames indicates the names to serve this CustomResourceDefinition */
-export const CustomResourceDefinitionNames = Type.Unsafe<T.CustomResourceDefinitionNames>({
+export const CustomResourceDefinitionNames = /* @__PURE__ */ Type.Unsafe<T.CustomResourceDefinitionNames>({
   description: "CustomResourceDefinitionNames indicates the names to serve this CustomResourceDefinition",
   type: "object",
   properties: {
@@ -166,7 +167,7 @@ export const CustomResourceDefinitionNames = Type.Unsafe<T.CustomResourceDefinit
 export type CustomResourceDefinitionNames = T.CustomResourceDefinitionNames;
 
 /** CustomResourceSubresourceScale defines how to serve the scale subresource for CustomResources. */
-export const CustomResourceSubresourceScale = Type.Unsafe<T.CustomResourceSubresourceScale>({
+export const CustomResourceSubresourceScale = /* @__PURE__ */ Type.Unsafe<T.CustomResourceSubresourceScale>({
   description: "CustomResourceSubresourceScale defines how to serve the scale subresource for CustomResources.",
   type: "object",
   properties: {
@@ -188,7 +189,7 @@ export const CustomResourceSubresourceScale = Type.Unsafe<T.CustomResourceSubres
 export type CustomResourceSubresourceScale = T.CustomResourceSubresourceScale;
 
 /** CustomResourceSubresourceStatus defines how to serve the status subresource for CustomResources. Status is represented by the `.status` JSON path inside of a CustomResource. When set, * exposes a /status subresource for the custom resource * PUT requests to the /status subresource take a custom resource object, and ignore changes to anything except the status stanza * PUT/POST/PATCH requests to the custom resource ignore changes to the status stanza */
-export const CustomResourceSubresourceStatus = Type.Unsafe<T.CustomResourceSubresourceStatus>({
+export const CustomResourceSubresourceStatus = /* @__PURE__ */ Type.Unsafe<T.CustomResourceSubresourceStatus>({
   description: "CustomResourceSubresourceStatus defines how to serve the status subresource for CustomResources. Status is represented by the `.status` JSON path inside of a CustomResource. When set, * exposes a /status subresource for the custom resource * PUT requests to the /status subresource take a custom resource object, and ignore changes to anything except the status stanza * PUT/POST/PATCH requests to the custom resource ignore changes to the status stanza",
   type: "object",
   "x-kubernetes-preserve-unknown-fields": true,
@@ -196,11 +197,11 @@ export const CustomResourceSubresourceStatus = Type.Unsafe<T.CustomResourceSubre
 export type CustomResourceSubresourceStatus = T.CustomResourceSubresourceStatus;
 
 /** CustomResourceSubresources defines the status and scale subresources for CustomResources. */
-export const CustomResourceSubresources = Type.Unsafe<T.CustomResourceSubresources>({
+export const CustomResourceSubresources = /* @__PURE__ */ Type.Unsafe<T.CustomResourceSubresources>({
   description: "CustomResourceSubresources defines the status and scale subresources for CustomResources.",
   type: "object",
   properties: {
-    scale: { ...CustomResourceSubresourceScale, description: "scale indicates the custom resource should serve a `/scale` subresource that returns an `autoscaling/v1` Scale object." },
+    scale: /* @__PURE__ */ described(CustomResourceSubresourceScale, "scale indicates the custom resource should serve a `/scale` subresource that returns an `autoscaling/v1` Scale object."),
     status: {
       description: "status indicates the custom resource should serve a `/status` subresource. When enabled: 1. requests to the custom resource primary endpoint ignore changes to the `status` stanza of the object. 2. requests to the custom resource `/status` subresource ignore changes to anything other than the `status` stanza of the object.",
       type: "object",
@@ -211,7 +212,7 @@ export const CustomResourceSubresources = Type.Unsafe<T.CustomResourceSubresourc
 export type CustomResourceSubresources = T.CustomResourceSubresources;
 
 /** ExternalDocumentation allows referencing an external resource for extended documentation. */
-export const ExternalDocumentation = Type.Unsafe<T.ExternalDocumentation>({
+export const ExternalDocumentation = /* @__PURE__ */ Type.Unsafe<T.ExternalDocumentation>({
   description: "ExternalDocumentation allows referencing an external resource for extended documentation.",
   type: "object",
   properties: {
@@ -226,35 +227,35 @@ export const ExternalDocumentation = Type.Unsafe<T.ExternalDocumentation>({
 export type ExternalDocumentation = T.ExternalDocumentation;
 
 /** JSON represents any valid JSON value. These types are supported: bool, int64, float64, string, []interface{}, map[string]interface{} and nil. */
-export const JSON = Type.Unsafe<T.JSON>({
+export const JSON = /* @__PURE__ */ Type.Unsafe<T.JSON>({
   description: "JSON represents any valid JSON value. These types are supported: bool, int64, float64, string, []interface{}, map[string]interface{} and nil.",
   "x-kubernetes-preserve-unknown-fields": true,
 });
 export type JSON = T.JSON;
 
 /** JSONSchemaPropsOrArray represents a value that can either be a JSONSchemaProps or an array of JSONSchemaProps. Mainly here for serialization purposes. */
-export const JSONSchemaPropsOrArray = Type.Unsafe<T.JSONSchemaPropsOrArray>({
+export const JSONSchemaPropsOrArray = /* @__PURE__ */ Type.Unsafe<T.JSONSchemaPropsOrArray>({
   description: "JSONSchemaPropsOrArray represents a value that can either be a JSONSchemaProps or an array of JSONSchemaProps. Mainly here for serialization purposes.",
   "x-kubernetes-preserve-unknown-fields": true,
 });
 export type JSONSchemaPropsOrArray = T.JSONSchemaPropsOrArray;
 
 /** JSONSchemaPropsOrBool represents JSONSchemaProps or a boolean value. Defaults to true for the boolean property. */
-export const JSONSchemaPropsOrBool = Type.Unsafe<T.JSONSchemaPropsOrBool>({
+export const JSONSchemaPropsOrBool = /* @__PURE__ */ Type.Unsafe<T.JSONSchemaPropsOrBool>({
   description: "JSONSchemaPropsOrBool represents JSONSchemaProps or a boolean value. Defaults to true for the boolean property.",
   "x-kubernetes-preserve-unknown-fields": true,
 });
 export type JSONSchemaPropsOrBool = T.JSONSchemaPropsOrBool;
 
 /** JSONSchemaPropsOrStringArray represents a JSONSchemaProps or a string array. */
-export const JSONSchemaPropsOrStringArray = Type.Unsafe<T.JSONSchemaPropsOrStringArray>({
+export const JSONSchemaPropsOrStringArray = /* @__PURE__ */ Type.Unsafe<T.JSONSchemaPropsOrStringArray>({
   description: "JSONSchemaPropsOrStringArray represents a JSONSchemaProps or a string array.",
   "x-kubernetes-preserve-unknown-fields": true,
 });
 export type JSONSchemaPropsOrStringArray = T.JSONSchemaPropsOrStringArray;
 
 /** ValidationRule describes a validation rule written in the CEL expression language. */
-export const ValidationRule = Type.Unsafe<T.ValidationRule>({
+export const ValidationRule = /* @__PURE__ */ Type.Unsafe<T.ValidationRule>({
   description: "ValidationRule describes a validation rule written in the CEL expression language.",
   type: "object",
   properties: {
@@ -289,7 +290,7 @@ export const ValidationRule = Type.Unsafe<T.ValidationRule>({
 export type ValidationRule = T.ValidationRule;
 
 /** JSONSchemaProps is a JSON-Schema following Specification Draft 4 (http://json-schema.org/). */
-export const JSONSchemaProps = Type.Unsafe<T.JSONSchemaProps>({
+export const JSONSchemaProps = /* @__PURE__ */ Type.Unsafe<T.JSONSchemaProps>({
   description: "JSONSchemaProps is a JSON-Schema following Specification Draft 4 (http://json-schema.org/).",
   type: "object",
   properties: {
@@ -492,17 +493,17 @@ export const JSONSchemaProps = Type.Unsafe<T.JSONSchemaProps>({
 export type JSONSchemaProps = T.JSONSchemaProps;
 
 /** CustomResourceValidation is a list of validation methods for CustomResources. */
-export const CustomResourceValidation = Type.Unsafe<T.CustomResourceValidation>({
+export const CustomResourceValidation = /* @__PURE__ */ Type.Unsafe<T.CustomResourceValidation>({
   description: "CustomResourceValidation is a list of validation methods for CustomResources.",
   type: "object",
   properties: {
-    openAPIV3Schema: { ...JSONSchemaProps, description: "openAPIV3Schema is the OpenAPI v3 schema to use for validation and pruning." },
+    openAPIV3Schema: /* @__PURE__ */ described(JSONSchemaProps, "openAPIV3Schema is the OpenAPI v3 schema to use for validation and pruning."),
   },
 });
 export type CustomResourceValidation = T.CustomResourceValidation;
 
 /** SelectableField specifies the JSON path of a field that may be used with field selectors. */
-export const SelectableField = Type.Unsafe<T.SelectableField>({
+export const SelectableField = /* @__PURE__ */ Type.Unsafe<T.SelectableField>({
   description: "SelectableField specifies the JSON path of a field that may be used with field selectors.",
   type: "object",
   properties: {
@@ -516,7 +517,7 @@ export const SelectableField = Type.Unsafe<T.SelectableField>({
 export type SelectableField = T.SelectableField;
 
 /** CustomResourceDefinitionVersion describes a version for CRD. */
-export const CustomResourceDefinitionVersion = Type.Unsafe<T.CustomResourceDefinitionVersion>({
+export const CustomResourceDefinitionVersion = /* @__PURE__ */ Type.Unsafe<T.CustomResourceDefinitionVersion>({
   description: "CustomResourceDefinitionVersion describes a version for CRD.",
   type: "object",
   properties: {
@@ -538,7 +539,7 @@ export const CustomResourceDefinitionVersion = Type.Unsafe<T.CustomResourceDefin
       description: "name is the version name, e.g. “v1”, “v2beta1”, etc. The custom resources are served under this version at `/apis/<group>/<version>/...` if `served` is true.",
       type: "string",
     },
-    schema: { ...CustomResourceValidation, description: "schema describes the schema used for validation, pruning, and defaulting of this version of the custom resource." },
+    schema: /* @__PURE__ */ described(CustomResourceValidation, "schema describes the schema used for validation, pruning, and defaulting of this version of the custom resource."),
     selectableFields: {
       description: "selectableFields specifies paths to fields that may be used as field selectors. A maximum of 8 selectable fields are allowed. See https://kubernetes.io/docs/concepts/overview/working-with-objects/field-selectors",
       type: "array",
@@ -553,23 +554,23 @@ export const CustomResourceDefinitionVersion = Type.Unsafe<T.CustomResourceDefin
       description: "storage indicates this version should be used when persisting custom resources to storage. There must be exactly one version with storage=true.",
       type: "boolean",
     },
-    subresources: { ...CustomResourceSubresources, description: "subresources specify what subresources this version of the defined custom resource have." },
+    subresources: /* @__PURE__ */ described(CustomResourceSubresources, "subresources specify what subresources this version of the defined custom resource have."),
   },
   required: ["name","served","storage"],
 });
 export type CustomResourceDefinitionVersion = T.CustomResourceDefinitionVersion;
 
 /** CustomResourceDefinitionSpec describes how a user wants their resource to appear */
-export const CustomResourceDefinitionSpec = Type.Unsafe<T.CustomResourceDefinitionSpec>({
+export const CustomResourceDefinitionSpec = /* @__PURE__ */ Type.Unsafe<T.CustomResourceDefinitionSpec>({
   description: "CustomResourceDefinitionSpec describes how a user wants their resource to appear",
   type: "object",
   properties: {
-    conversion: { ...CustomResourceConversion, description: "conversion defines conversion settings for the CRD." },
+    conversion: /* @__PURE__ */ described(CustomResourceConversion, "conversion defines conversion settings for the CRD."),
     group: {
       description: "group is the API group of the defined custom resource. The custom resources are served under `/apis/<group>/...`. Must match the name of the CustomResourceDefinition (in the form `<names.plural>.<group>`).",
       type: "string",
     },
-    names: { ...CustomResourceDefinitionNames, description: "names specify the resource and kind names for the custom resource." },
+    names: /* @__PURE__ */ described(CustomResourceDefinitionNames, "names specify the resource and kind names for the custom resource."),
     preserveUnknownFields: {
       description: "preserveUnknownFields indicates that object fields which are not specified in the OpenAPI schema should be preserved when persisting to storage. apiVersion, kind, metadata and known fields inside metadata are always preserved. This field is deprecated in favor of setting `x-preserve-unknown-fields` to true in `spec.versions[*].schema.openAPIV3Schema`. See https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definitions/#field-pruning for details.",
       type: "boolean",
@@ -590,7 +591,7 @@ export const CustomResourceDefinitionSpec = Type.Unsafe<T.CustomResourceDefiniti
 export type CustomResourceDefinitionSpec = T.CustomResourceDefinitionSpec;
 
 /** CustomResourceDefinitionCondition contains details for the current condition of this pod. */
-export const CustomResourceDefinitionCondition = Type.Unsafe<T.CustomResourceDefinitionCondition>({
+export const CustomResourceDefinitionCondition = /* @__PURE__ */ Type.Unsafe<T.CustomResourceDefinitionCondition>({
   description: "CustomResourceDefinitionCondition contains details for the current condition of this pod.",
   type: "object",
   properties: {
@@ -626,11 +627,11 @@ export const CustomResourceDefinitionCondition = Type.Unsafe<T.CustomResourceDef
 export type CustomResourceDefinitionCondition = T.CustomResourceDefinitionCondition;
 
 /** CustomResourceDefinitionStatus indicates the state of the CustomResourceDefinition */
-export const CustomResourceDefinitionStatus = Type.Unsafe<T.CustomResourceDefinitionStatus>({
+export const CustomResourceDefinitionStatus = /* @__PURE__ */ Type.Unsafe<T.CustomResourceDefinitionStatus>({
   description: "CustomResourceDefinitionStatus indicates the state of the CustomResourceDefinition",
   type: "object",
   properties: {
-    acceptedNames: { ...CustomResourceDefinitionNames, description: "acceptedNames are the names that are actually being used to serve discovery. They may be different than the names in spec." },
+    acceptedNames: /* @__PURE__ */ described(CustomResourceDefinitionNames, "acceptedNames are the names that are actually being used to serve discovery. They may be different than the names in spec."),
     conditions: {
       description: "conditions indicate state for particular aspects of a CustomResourceDefinition",
       type: "array",
@@ -656,7 +657,7 @@ export const CustomResourceDefinitionStatus = Type.Unsafe<T.CustomResourceDefini
 export type CustomResourceDefinitionStatus = T.CustomResourceDefinitionStatus;
 
 /** CustomResourceDefinition represents a resource that should be exposed on the API server.  Its name MUST be in the format <.spec.name>.<.spec.group>. */
-export const CustomResourceDefinition = Type.Unsafe<T.CustomResourceDefinition>({
+export const CustomResourceDefinition = /* @__PURE__ */ Type.Unsafe<T.CustomResourceDefinition>({
   description: "CustomResourceDefinition represents a resource that should be exposed on the API server.  Its name MUST be in the format <.spec.name>.<.spec.group>.",
   type: "object",
   properties: {
@@ -668,9 +669,9 @@ export const CustomResourceDefinition = Type.Unsafe<T.CustomResourceDefinition>(
       description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
       type: "string",
     },
-    metadata: { ...metav1.ObjectMeta, description: "Standard object's metadata More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata" },
-    spec: { ...CustomResourceDefinitionSpec, description: "spec describes how the user wants the resources to appear" },
-    status: { ...CustomResourceDefinitionStatus, description: "status indicates the actual state of the CustomResourceDefinition" },
+    metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "Standard object's metadata More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"),
+    spec: /* @__PURE__ */ described(CustomResourceDefinitionSpec, "spec describes how the user wants the resources to appear"),
+    status: /* @__PURE__ */ described(CustomResourceDefinitionStatus, "status indicates the actual state of the CustomResourceDefinition"),
   },
   required: ["spec"],
 });

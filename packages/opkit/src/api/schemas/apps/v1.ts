@@ -5,13 +5,13 @@
  * `defineKind`. Each constant's static type is the interface of the same name.
  */
 import Type from "typebox";
-import { intOrString } from "../../k8s.ts";
+import { intOrString, described } from "../../k8s.ts";
 import type * as T from "../../../client/models/apps/v1.ts";
 import * as corev1 from "../core/v1.ts";
 import * as metav1 from "../meta/v1.ts";
 
 /** ControllerRevision implements an immutable snapshot of state data. Clients are responsible for serializing and deserializing the objects that contain their internal state. Once a ControllerRevision has been successfully created, it can not be updated. The API Server will fail validation of all requests that attempt to mutate the Data field. ControllerRevisions may, however, be deleted. Note that, due to its use by both the DaemonSet and StatefulSet controllers for update and rollback, this object is beta. However, it may be subject to name and representation changes in future releases, and clients should not depend on its stability. It is primarily for internal use by controllers. */
-export const ControllerRevision = Type.Unsafe<T.ControllerRevision>({
+export const ControllerRevision = /* @__PURE__ */ Type.Unsafe<T.ControllerRevision>({
   description: "ControllerRevision implements an immutable snapshot of state data. Clients are responsible for serializing and deserializing the objects that contain their internal state. Once a ControllerRevision has been successfully created, it can not be updated. The API Server will fail validation of all requests that attempt to mutate the Data field. ControllerRevisions may, however, be deleted. Note that, due to its use by both the DaemonSet and StatefulSet controllers for update and rollback, this object is beta. However, it may be subject to name and representation changes in future releases, and clients should not depend on its stability. It is primarily for internal use by controllers.",
   type: "object",
   properties: {
@@ -28,7 +28,7 @@ export const ControllerRevision = Type.Unsafe<T.ControllerRevision>({
       description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
       type: "string",
     },
-    metadata: { ...metav1.ObjectMeta, description: "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata" },
+    metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"),
     revision: {
       description: "Revision indicates the revision of the state represented by Data.",
       type: "integer",
@@ -40,22 +40,22 @@ export const ControllerRevision = Type.Unsafe<T.ControllerRevision>({
 export type ControllerRevision = T.ControllerRevision;
 
 /** Spec to control the desired behavior of daemon set rolling update. */
-export const RollingUpdateDaemonSet = Type.Unsafe<T.RollingUpdateDaemonSet>({
+export const RollingUpdateDaemonSet = /* @__PURE__ */ Type.Unsafe<T.RollingUpdateDaemonSet>({
   description: "Spec to control the desired behavior of daemon set rolling update.",
   type: "object",
   properties: {
-    maxSurge: intOrString({ description: "The maximum number of nodes with an existing available DaemonSet pod that can have an updated DaemonSet pod during during an update. Value can be an absolute number (ex: 5) or a percentage of desired pods (ex: 10%). This can not be 0 if MaxUnavailable is 0. Absolute number is calculated from percentage by rounding up to a minimum of 1. Default value is 0. Example: when this is set to 30%, at most 30% of the total number of nodes that should be running the daemon pod (i.e. status.desiredNumberScheduled) can have their a new pod created before the old pod is marked as deleted. The update starts by launching new pods on 30% of nodes. Once an updated pod is available (Ready for at least minReadySeconds) the old DaemonSet pod on that node is marked deleted. If the old pod becomes unavailable for any reason (Ready transitions to false, is evicted, or is drained) an updated pod is immediately created on that node without considering surge limits. Allowing surge implies the possibility that the resources consumed by the daemonset on any given node can double if the readiness check fails, and so resource intensive daemonsets should take into account that they may cause evictions during disruption." }),
-    maxUnavailable: intOrString({ description: "The maximum number of DaemonSet pods that can be unavailable during the update. Value can be an absolute number (ex: 5) or a percentage of total number of DaemonSet pods at the start of the update (ex: 10%). Absolute number is calculated from percentage by rounding up. This cannot be 0 if MaxSurge is 0 Default value is 1. Example: when this is set to 30%, at most 30% of the total number of nodes that should be running the daemon pod (i.e. status.desiredNumberScheduled) can have their pods stopped for an update at any given time. The update starts by stopping at most 30% of those DaemonSet pods and then brings up new DaemonSet pods in their place. Once the new pods are available, it then proceeds onto other DaemonSet pods, thus ensuring that at least 70% of original number of DaemonSet pods are available at all times during the update." }),
+    maxSurge: /* @__PURE__ */ intOrString({ description: "The maximum number of nodes with an existing available DaemonSet pod that can have an updated DaemonSet pod during during an update. Value can be an absolute number (ex: 5) or a percentage of desired pods (ex: 10%). This can not be 0 if MaxUnavailable is 0. Absolute number is calculated from percentage by rounding up to a minimum of 1. Default value is 0. Example: when this is set to 30%, at most 30% of the total number of nodes that should be running the daemon pod (i.e. status.desiredNumberScheduled) can have their a new pod created before the old pod is marked as deleted. The update starts by launching new pods on 30% of nodes. Once an updated pod is available (Ready for at least minReadySeconds) the old DaemonSet pod on that node is marked deleted. If the old pod becomes unavailable for any reason (Ready transitions to false, is evicted, or is drained) an updated pod is immediately created on that node without considering surge limits. Allowing surge implies the possibility that the resources consumed by the daemonset on any given node can double if the readiness check fails, and so resource intensive daemonsets should take into account that they may cause evictions during disruption." }),
+    maxUnavailable: /* @__PURE__ */ intOrString({ description: "The maximum number of DaemonSet pods that can be unavailable during the update. Value can be an absolute number (ex: 5) or a percentage of total number of DaemonSet pods at the start of the update (ex: 10%). Absolute number is calculated from percentage by rounding up. This cannot be 0 if MaxSurge is 0 Default value is 1. Example: when this is set to 30%, at most 30% of the total number of nodes that should be running the daemon pod (i.e. status.desiredNumberScheduled) can have their pods stopped for an update at any given time. The update starts by stopping at most 30% of those DaemonSet pods and then brings up new DaemonSet pods in their place. Once the new pods are available, it then proceeds onto other DaemonSet pods, thus ensuring that at least 70% of original number of DaemonSet pods are available at all times during the update." }),
   },
 });
 export type RollingUpdateDaemonSet = T.RollingUpdateDaemonSet;
 
 /** DaemonSetUpdateStrategy is a struct used to control the update strategy for a DaemonSet. */
-export const DaemonSetUpdateStrategy = Type.Unsafe<T.DaemonSetUpdateStrategy>({
+export const DaemonSetUpdateStrategy = /* @__PURE__ */ Type.Unsafe<T.DaemonSetUpdateStrategy>({
   description: "DaemonSetUpdateStrategy is a struct used to control the update strategy for a DaemonSet.",
   type: "object",
   properties: {
-    rollingUpdate: { ...RollingUpdateDaemonSet, description: "Rolling update config params. Present only if type = \"RollingUpdate\"." },
+    rollingUpdate: /* @__PURE__ */ described(RollingUpdateDaemonSet, "Rolling update config params. Present only if type = \"RollingUpdate\"."),
     type: {
       description: "Type of daemon set update. Can be \"RollingUpdate\" or \"OnDelete\". Default is RollingUpdate.\n\nPossible enum values:\n - `\"OnDelete\"` Replace the old daemons only when it's killed\n - `\"RollingUpdate\"` Replace the old daemons by new ones using rolling update i.e replace them on each node one after the other.",
       type: "string",
@@ -66,7 +66,7 @@ export const DaemonSetUpdateStrategy = Type.Unsafe<T.DaemonSetUpdateStrategy>({
 export type DaemonSetUpdateStrategy = T.DaemonSetUpdateStrategy;
 
 /** DaemonSetSpec is the specification of a daemon set. */
-export const DaemonSetSpec = Type.Unsafe<T.DaemonSetSpec>({
+export const DaemonSetSpec = /* @__PURE__ */ Type.Unsafe<T.DaemonSetSpec>({
   description: "DaemonSetSpec is the specification of a daemon set.",
   type: "object",
   properties: {
@@ -80,16 +80,16 @@ export const DaemonSetSpec = Type.Unsafe<T.DaemonSetSpec>({
       type: "integer",
       format: "int32",
     },
-    selector: { ...metav1.LabelSelector, description: "A label query over pods that are managed by the daemon set. Must match in order to be controlled. It must match the pod template's labels. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors" },
-    template: { ...corev1.PodTemplateSpec, description: "An object that describes the pod that will be created. The DaemonSet will create exactly one copy of this pod on every node that matches the template's node selector (or on every node if no node selector is specified). The only allowed template.spec.restartPolicy value is \"Always\". More info: https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller#pod-template" },
-    updateStrategy: { ...DaemonSetUpdateStrategy, description: "An update strategy to replace existing DaemonSet pods with new pods." },
+    selector: /* @__PURE__ */ described(metav1.LabelSelector, "A label query over pods that are managed by the daemon set. Must match in order to be controlled. It must match the pod template's labels. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors"),
+    template: /* @__PURE__ */ described(corev1.PodTemplateSpec, "An object that describes the pod that will be created. The DaemonSet will create exactly one copy of this pod on every node that matches the template's node selector (or on every node if no node selector is specified). The only allowed template.spec.restartPolicy value is \"Always\". More info: https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller#pod-template"),
+    updateStrategy: /* @__PURE__ */ described(DaemonSetUpdateStrategy, "An update strategy to replace existing DaemonSet pods with new pods."),
   },
   required: ["selector","template"],
 });
 export type DaemonSetSpec = T.DaemonSetSpec;
 
 /** DaemonSetCondition describes the state of a DaemonSet at a certain point. */
-export const DaemonSetCondition = Type.Unsafe<T.DaemonSetCondition>({
+export const DaemonSetCondition = /* @__PURE__ */ Type.Unsafe<T.DaemonSetCondition>({
   description: "DaemonSetCondition describes the state of a DaemonSet at a certain point.",
   type: "object",
   properties: {
@@ -120,7 +120,7 @@ export const DaemonSetCondition = Type.Unsafe<T.DaemonSetCondition>({
 export type DaemonSetCondition = T.DaemonSetCondition;
 
 /** DaemonSetStatus represents the current status of a daemon set. */
-export const DaemonSetStatus = Type.Unsafe<T.DaemonSetStatus>({
+export const DaemonSetStatus = /* @__PURE__ */ Type.Unsafe<T.DaemonSetStatus>({
   description: "DaemonSetStatus represents the current status of a daemon set.",
   type: "object",
   properties: {
@@ -182,7 +182,7 @@ export const DaemonSetStatus = Type.Unsafe<T.DaemonSetStatus>({
 export type DaemonSetStatus = T.DaemonSetStatus;
 
 /** DaemonSet represents the configuration of a daemon set. */
-export const DaemonSet = Type.Unsafe<T.DaemonSet>({
+export const DaemonSet = /* @__PURE__ */ Type.Unsafe<T.DaemonSet>({
   description: "DaemonSet represents the configuration of a daemon set.",
   type: "object",
   properties: {
@@ -194,30 +194,30 @@ export const DaemonSet = Type.Unsafe<T.DaemonSet>({
       description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
       type: "string",
     },
-    metadata: { ...metav1.ObjectMeta, description: "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata" },
-    spec: { ...DaemonSetSpec, description: "The desired behavior of this daemon set. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status" },
-    status: { ...DaemonSetStatus, description: "The current status of this daemon set. This data may be out of date by some window of time. Populated by the system. Read-only. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status" },
+    metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"),
+    spec: /* @__PURE__ */ described(DaemonSetSpec, "The desired behavior of this daemon set. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status"),
+    status: /* @__PURE__ */ described(DaemonSetStatus, "The current status of this daemon set. This data may be out of date by some window of time. Populated by the system. Read-only. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status"),
   },
 });
 export type DaemonSet = T.DaemonSet;
 
 /** Spec to control the desired behavior of rolling update. */
-export const RollingUpdateDeployment = Type.Unsafe<T.RollingUpdateDeployment>({
+export const RollingUpdateDeployment = /* @__PURE__ */ Type.Unsafe<T.RollingUpdateDeployment>({
   description: "Spec to control the desired behavior of rolling update.",
   type: "object",
   properties: {
-    maxSurge: intOrString({ description: "The maximum number of pods that can be scheduled above the desired number of pods. Value can be an absolute number (ex: 5) or a percentage of desired pods (ex: 10%). This can not be 0 if MaxUnavailable is 0. Absolute number is calculated from percentage by rounding up. Defaults to 25%. Example: when this is set to 30%, the new ReplicaSet can be scaled up immediately when the rolling update starts, such that the total number of old and new pods do not exceed 130% of desired pods. Once old pods have been killed, new ReplicaSet can be scaled up further, ensuring that total number of pods running at any time during the update is at most 130% of desired pods." }),
-    maxUnavailable: intOrString({ description: "The maximum number of pods that can be unavailable during the update. Value can be an absolute number (ex: 5) or a percentage of desired pods (ex: 10%). Absolute number is calculated from percentage by rounding down. This can not be 0 if MaxSurge is 0. Defaults to 25%. Example: when this is set to 30%, the old ReplicaSet can be scaled down to 70% of desired pods immediately when the rolling update starts. Once new pods are ready, old ReplicaSet can be scaled down further, followed by scaling up the new ReplicaSet, ensuring that the total number of pods available at all times during the update is at least 70% of desired pods." }),
+    maxSurge: /* @__PURE__ */ intOrString({ description: "The maximum number of pods that can be scheduled above the desired number of pods. Value can be an absolute number (ex: 5) or a percentage of desired pods (ex: 10%). This can not be 0 if MaxUnavailable is 0. Absolute number is calculated from percentage by rounding up. Defaults to 25%. Example: when this is set to 30%, the new ReplicaSet can be scaled up immediately when the rolling update starts, such that the total number of old and new pods do not exceed 130% of desired pods. Once old pods have been killed, new ReplicaSet can be scaled up further, ensuring that total number of pods running at any time during the update is at most 130% of desired pods." }),
+    maxUnavailable: /* @__PURE__ */ intOrString({ description: "The maximum number of pods that can be unavailable during the update. Value can be an absolute number (ex: 5) or a percentage of desired pods (ex: 10%). Absolute number is calculated from percentage by rounding down. This can not be 0 if MaxSurge is 0. Defaults to 25%. Example: when this is set to 30%, the old ReplicaSet can be scaled down to 70% of desired pods immediately when the rolling update starts. Once new pods are ready, old ReplicaSet can be scaled down further, followed by scaling up the new ReplicaSet, ensuring that the total number of pods available at all times during the update is at least 70% of desired pods." }),
   },
 });
 export type RollingUpdateDeployment = T.RollingUpdateDeployment;
 
 /** DeploymentStrategy describes how to replace existing pods with new ones. */
-export const DeploymentStrategy = Type.Unsafe<T.DeploymentStrategy>({
+export const DeploymentStrategy = /* @__PURE__ */ Type.Unsafe<T.DeploymentStrategy>({
   description: "DeploymentStrategy describes how to replace existing pods with new ones.",
   type: "object",
   properties: {
-    rollingUpdate: { ...RollingUpdateDeployment, description: "Rolling update config params. Present only if DeploymentStrategyType = RollingUpdate." },
+    rollingUpdate: /* @__PURE__ */ described(RollingUpdateDeployment, "Rolling update config params. Present only if DeploymentStrategyType = RollingUpdate."),
     type: {
       description: "Type of deployment. Can be \"Recreate\" or \"RollingUpdate\". Default is RollingUpdate.\n\nPossible enum values:\n - `\"Recreate\"` Kill all existing pods before creating new ones.\n - `\"RollingUpdate\"` Replace the old ReplicaSets by new one using rolling update i.e gradually scale down the old ReplicaSets and scale up the new one.",
       type: "string",
@@ -228,7 +228,7 @@ export const DeploymentStrategy = Type.Unsafe<T.DeploymentStrategy>({
 export type DeploymentStrategy = T.DeploymentStrategy;
 
 /** DeploymentSpec is the specification of the desired behavior of the Deployment. */
-export const DeploymentSpec = Type.Unsafe<T.DeploymentSpec>({
+export const DeploymentSpec = /* @__PURE__ */ Type.Unsafe<T.DeploymentSpec>({
   description: "DeploymentSpec is the specification of the desired behavior of the Deployment.",
   type: "object",
   properties: {
@@ -256,16 +256,16 @@ export const DeploymentSpec = Type.Unsafe<T.DeploymentSpec>({
       type: "integer",
       format: "int32",
     },
-    selector: { ...metav1.LabelSelector, description: "Label selector for pods. Existing ReplicaSets whose pods are selected by this will be the ones affected by this deployment. It must match the pod template's labels." },
-    strategy: { ...DeploymentStrategy, description: "The deployment strategy to use to replace existing pods with new ones." },
-    template: { ...corev1.PodTemplateSpec, description: "Template describes the pods that will be created. The only allowed template.spec.restartPolicy value is \"Always\"." },
+    selector: /* @__PURE__ */ described(metav1.LabelSelector, "Label selector for pods. Existing ReplicaSets whose pods are selected by this will be the ones affected by this deployment. It must match the pod template's labels."),
+    strategy: /* @__PURE__ */ described(DeploymentStrategy, "The deployment strategy to use to replace existing pods with new ones."),
+    template: /* @__PURE__ */ described(corev1.PodTemplateSpec, "Template describes the pods that will be created. The only allowed template.spec.restartPolicy value is \"Always\"."),
   },
   required: ["selector","template"],
 });
 export type DeploymentSpec = T.DeploymentSpec;
 
 /** DeploymentCondition describes the state of a deployment at a certain point. */
-export const DeploymentCondition = Type.Unsafe<T.DeploymentCondition>({
+export const DeploymentCondition = /* @__PURE__ */ Type.Unsafe<T.DeploymentCondition>({
   description: "DeploymentCondition describes the state of a deployment at a certain point.",
   type: "object",
   properties: {
@@ -301,7 +301,7 @@ export const DeploymentCondition = Type.Unsafe<T.DeploymentCondition>({
 export type DeploymentCondition = T.DeploymentCondition;
 
 /** DeploymentStatus is the most recently observed status of the Deployment. */
-export const DeploymentStatus = Type.Unsafe<T.DeploymentStatus>({
+export const DeploymentStatus = /* @__PURE__ */ Type.Unsafe<T.DeploymentStatus>({
   description: "DeploymentStatus is the most recently observed status of the Deployment.",
   type: "object",
   properties: {
@@ -357,7 +357,7 @@ export const DeploymentStatus = Type.Unsafe<T.DeploymentStatus>({
 export type DeploymentStatus = T.DeploymentStatus;
 
 /** Deployment enables declarative updates for Pods and ReplicaSets. */
-export const Deployment = Type.Unsafe<T.Deployment>({
+export const Deployment = /* @__PURE__ */ Type.Unsafe<T.Deployment>({
   description: "Deployment enables declarative updates for Pods and ReplicaSets.",
   type: "object",
   properties: {
@@ -369,15 +369,15 @@ export const Deployment = Type.Unsafe<T.Deployment>({
       description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
       type: "string",
     },
-    metadata: { ...metav1.ObjectMeta, description: "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata" },
-    spec: { ...DeploymentSpec, description: "Specification of the desired behavior of the Deployment." },
-    status: { ...DeploymentStatus, description: "Most recently observed status of the Deployment." },
+    metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"),
+    spec: /* @__PURE__ */ described(DeploymentSpec, "Specification of the desired behavior of the Deployment."),
+    status: /* @__PURE__ */ described(DeploymentStatus, "Most recently observed status of the Deployment."),
   },
 });
 export type Deployment = T.Deployment;
 
 /** ReplicaSetSpec is the specification of a ReplicaSet. */
-export const ReplicaSetSpec = Type.Unsafe<T.ReplicaSetSpec>({
+export const ReplicaSetSpec = /* @__PURE__ */ Type.Unsafe<T.ReplicaSetSpec>({
   description: "ReplicaSetSpec is the specification of a ReplicaSet.",
   type: "object",
   properties: {
@@ -391,15 +391,15 @@ export const ReplicaSetSpec = Type.Unsafe<T.ReplicaSetSpec>({
       type: "integer",
       format: "int32",
     },
-    selector: { ...metav1.LabelSelector, description: "Selector is a label query over pods that should match the replica count. Label keys and values that must match in order to be controlled by this replica set. It must match the pod template's labels. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors" },
-    template: { ...corev1.PodTemplateSpec, description: "Template is the object that describes the pod that will be created if insufficient replicas are detected. More info: https://kubernetes.io/docs/concepts/workloads/controllers/replicaset/#pod-template" },
+    selector: /* @__PURE__ */ described(metav1.LabelSelector, "Selector is a label query over pods that should match the replica count. Label keys and values that must match in order to be controlled by this replica set. It must match the pod template's labels. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors"),
+    template: /* @__PURE__ */ described(corev1.PodTemplateSpec, "Template is the object that describes the pod that will be created if insufficient replicas are detected. More info: https://kubernetes.io/docs/concepts/workloads/controllers/replicaset/#pod-template"),
   },
   required: ["selector"],
 });
 export type ReplicaSetSpec = T.ReplicaSetSpec;
 
 /** ReplicaSetCondition describes the state of a replica set at a certain point. */
-export const ReplicaSetCondition = Type.Unsafe<T.ReplicaSetCondition>({
+export const ReplicaSetCondition = /* @__PURE__ */ Type.Unsafe<T.ReplicaSetCondition>({
   description: "ReplicaSetCondition describes the state of a replica set at a certain point.",
   type: "object",
   properties: {
@@ -430,7 +430,7 @@ export const ReplicaSetCondition = Type.Unsafe<T.ReplicaSetCondition>({
 export type ReplicaSetCondition = T.ReplicaSetCondition;
 
 /** ReplicaSetStatus represents the current status of a ReplicaSet. */
-export const ReplicaSetStatus = Type.Unsafe<T.ReplicaSetStatus>({
+export const ReplicaSetStatus = /* @__PURE__ */ Type.Unsafe<T.ReplicaSetStatus>({
   description: "ReplicaSetStatus represents the current status of a ReplicaSet.",
   type: "object",
   properties: {
@@ -477,7 +477,7 @@ export const ReplicaSetStatus = Type.Unsafe<T.ReplicaSetStatus>({
 export type ReplicaSetStatus = T.ReplicaSetStatus;
 
 /** ReplicaSet ensures that a specified number of pod replicas are running at any given time. */
-export const ReplicaSet = Type.Unsafe<T.ReplicaSet>({
+export const ReplicaSet = /* @__PURE__ */ Type.Unsafe<T.ReplicaSet>({
   description: "ReplicaSet ensures that a specified number of pod replicas are running at any given time.",
   type: "object",
   properties: {
@@ -489,19 +489,19 @@ export const ReplicaSet = Type.Unsafe<T.ReplicaSet>({
       description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
       type: "string",
     },
-    metadata: { ...metav1.ObjectMeta, description: "If the Labels of a ReplicaSet are empty, they are defaulted to be the same as the Pod(s) that the ReplicaSet manages. Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata" },
-    spec: { ...ReplicaSetSpec, description: "Spec defines the specification of the desired behavior of the ReplicaSet. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status" },
-    status: { ...ReplicaSetStatus, description: "Status is the most recently observed status of the ReplicaSet. This data may be out of date by some window of time. Populated by the system. Read-only. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status" },
+    metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "If the Labels of a ReplicaSet are empty, they are defaulted to be the same as the Pod(s) that the ReplicaSet manages. Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"),
+    spec: /* @__PURE__ */ described(ReplicaSetSpec, "Spec defines the specification of the desired behavior of the ReplicaSet. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status"),
+    status: /* @__PURE__ */ described(ReplicaSetStatus, "Status is the most recently observed status of the ReplicaSet. This data may be out of date by some window of time. Populated by the system. Read-only. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status"),
   },
 });
 export type ReplicaSet = T.ReplicaSet;
 
 /** RollingUpdateStatefulSetStrategy is used to communicate parameter for RollingUpdateStatefulSetStrategyType. */
-export const RollingUpdateStatefulSetStrategy = Type.Unsafe<T.RollingUpdateStatefulSetStrategy>({
+export const RollingUpdateStatefulSetStrategy = /* @__PURE__ */ Type.Unsafe<T.RollingUpdateStatefulSetStrategy>({
   description: "RollingUpdateStatefulSetStrategy is used to communicate parameter for RollingUpdateStatefulSetStrategyType.",
   type: "object",
   properties: {
-    maxUnavailable: intOrString({ description: "The maximum number of pods that can be unavailable during the update. Value can be an absolute number (ex: 5) or a percentage of desired pods (ex: 10%). Absolute number is calculated from percentage by rounding up. This can not be 0. Defaults to 1. This field is beta-level and is enabled by default. The field applies to all pods in the range 0 to Replicas-1. That means if there is any unavailable pod in the range 0 to Replicas-1, it will be counted towards MaxUnavailable. This setting might not be effective for the OrderedReady podManagementPolicy. That policy ensures pods are created and become ready one at a time." }),
+    maxUnavailable: /* @__PURE__ */ intOrString({ description: "The maximum number of pods that can be unavailable during the update. Value can be an absolute number (ex: 5) or a percentage of desired pods (ex: 10%). Absolute number is calculated from percentage by rounding up. This can not be 0. Defaults to 1. This field is beta-level and is enabled by default. The field applies to all pods in the range 0 to Replicas-1. That means if there is any unavailable pod in the range 0 to Replicas-1, it will be counted towards MaxUnavailable. This setting might not be effective for the OrderedReady podManagementPolicy. That policy ensures pods are created and become ready one at a time." }),
     partition: {
       description: "Partition indicates the ordinal at which the StatefulSet should be partitioned for updates. During a rolling update, all pods from ordinal Replicas-1 to Partition are updated. All pods from ordinal Partition-1 to 0 remain untouched. This is helpful in being able to do a canary based deployment. The default value is 0.",
       type: "integer",
@@ -512,7 +512,7 @@ export const RollingUpdateStatefulSetStrategy = Type.Unsafe<T.RollingUpdateState
 export type RollingUpdateStatefulSetStrategy = T.RollingUpdateStatefulSetStrategy;
 
 /** StatefulSetOrdinals describes the policy used for replica ordinal assignment in this StatefulSet. */
-export const StatefulSetOrdinals = Type.Unsafe<T.StatefulSetOrdinals>({
+export const StatefulSetOrdinals = /* @__PURE__ */ Type.Unsafe<T.StatefulSetOrdinals>({
   description: "StatefulSetOrdinals describes the policy used for replica ordinal assignment in this StatefulSet.",
   type: "object",
   properties: {
@@ -526,7 +526,7 @@ export const StatefulSetOrdinals = Type.Unsafe<T.StatefulSetOrdinals>({
 export type StatefulSetOrdinals = T.StatefulSetOrdinals;
 
 /** StatefulSetPersistentVolumeClaimRetentionPolicy describes the policy used for PVCs created from the StatefulSet VolumeClaimTemplates. */
-export const StatefulSetPersistentVolumeClaimRetentionPolicy = Type.Unsafe<T.StatefulSetPersistentVolumeClaimRetentionPolicy>({
+export const StatefulSetPersistentVolumeClaimRetentionPolicy = /* @__PURE__ */ Type.Unsafe<T.StatefulSetPersistentVolumeClaimRetentionPolicy>({
   description: "StatefulSetPersistentVolumeClaimRetentionPolicy describes the policy used for PVCs created from the StatefulSet VolumeClaimTemplates.",
   type: "object",
   properties: {
@@ -543,11 +543,11 @@ export const StatefulSetPersistentVolumeClaimRetentionPolicy = Type.Unsafe<T.Sta
 export type StatefulSetPersistentVolumeClaimRetentionPolicy = T.StatefulSetPersistentVolumeClaimRetentionPolicy;
 
 /** StatefulSetUpdateStrategy indicates the strategy that the StatefulSet controller will use to perform updates. It includes any additional parameters necessary to perform the update for the indicated strategy. */
-export const StatefulSetUpdateStrategy = Type.Unsafe<T.StatefulSetUpdateStrategy>({
+export const StatefulSetUpdateStrategy = /* @__PURE__ */ Type.Unsafe<T.StatefulSetUpdateStrategy>({
   description: "StatefulSetUpdateStrategy indicates the strategy that the StatefulSet controller will use to perform updates. It includes any additional parameters necessary to perform the update for the indicated strategy.",
   type: "object",
   properties: {
-    rollingUpdate: { ...RollingUpdateStatefulSetStrategy, description: "RollingUpdate is used to communicate parameters when Type is RollingUpdateStatefulSetStrategyType." },
+    rollingUpdate: /* @__PURE__ */ described(RollingUpdateStatefulSetStrategy, "RollingUpdate is used to communicate parameters when Type is RollingUpdateStatefulSetStrategyType."),
     type: {
       description: "Type indicates the type of the StatefulSetUpdateStrategy. Default is RollingUpdate.\n\nPossible enum values:\n - `\"OnDelete\"` triggers the legacy behavior. Version tracking and ordered rolling restarts are disabled. Pods are recreated from the StatefulSetSpec when they are manually deleted. When a scale operation is performed with this strategy,specification version indicated by the StatefulSet's currentRevision.\n - `\"RollingUpdate\"` indicates that update will be applied to all Pods in the StatefulSet with respect to the StatefulSet ordering constraints. When a scale operation is performed with this strategy, new Pods will be created from the specification version indicated by the StatefulSet's updateRevision.",
       type: "string",
@@ -558,7 +558,7 @@ export const StatefulSetUpdateStrategy = Type.Unsafe<T.StatefulSetUpdateStrategy
 export type StatefulSetUpdateStrategy = T.StatefulSetUpdateStrategy;
 
 /** A StatefulSetSpec is the specification of a StatefulSet. */
-export const StatefulSetSpec = Type.Unsafe<T.StatefulSetSpec>({
+export const StatefulSetSpec = /* @__PURE__ */ Type.Unsafe<T.StatefulSetSpec>({
   description: "A StatefulSetSpec is the specification of a StatefulSet.",
   type: "object",
   properties: {
@@ -567,8 +567,8 @@ export const StatefulSetSpec = Type.Unsafe<T.StatefulSetSpec>({
       type: "integer",
       format: "int32",
     },
-    ordinals: { ...StatefulSetOrdinals, description: "ordinals controls the numbering of replica indices in a StatefulSet. The default ordinals behavior assigns a \"0\" index to the first replica and increments the index by one for each additional replica requested." },
-    persistentVolumeClaimRetentionPolicy: { ...StatefulSetPersistentVolumeClaimRetentionPolicy, description: "persistentVolumeClaimRetentionPolicy describes the lifecycle of persistent volume claims created from volumeClaimTemplates. By default, all persistent volume claims are created as needed and retained until manually deleted. This policy allows the lifecycle to be altered, for example by deleting persistent volume claims when their stateful set is deleted, or when their pod is scaled down." },
+    ordinals: /* @__PURE__ */ described(StatefulSetOrdinals, "ordinals controls the numbering of replica indices in a StatefulSet. The default ordinals behavior assigns a \"0\" index to the first replica and increments the index by one for each additional replica requested."),
+    persistentVolumeClaimRetentionPolicy: /* @__PURE__ */ described(StatefulSetPersistentVolumeClaimRetentionPolicy, "persistentVolumeClaimRetentionPolicy describes the lifecycle of persistent volume claims created from volumeClaimTemplates. By default, all persistent volume claims are created as needed and retained until manually deleted. This policy allows the lifecycle to be altered, for example by deleting persistent volume claims when their stateful set is deleted, or when their pod is scaled down."),
     podManagementPolicy: {
       description: "podManagementPolicy controls how pods are created during initial scale up, when replacing pods on nodes, or when scaling down. The default policy is `OrderedReady`, where pods are created in increasing order (pod-0, then pod-1, etc) and the controller will wait until each pod is ready before continuing. When scaling down, the pods are removed in the opposite order. The alternative policy is `Parallel` which will create pods in parallel to match the desired scale without waiting, and on scale down will delete all pods at once.\n\nPossible enum values:\n - `\"OrderedReady\"` will create pods in strictly increasing order on scale up and strictly decreasing order on scale down, progressing only when the previous pod is ready or terminated. At most one pod will be changed at any time.\n - `\"Parallel\"` will create and delete pods as soon as the stateful set replica count is changed, and will not wait for pods to be ready or complete termination.",
       type: "string",
@@ -584,13 +584,13 @@ export const StatefulSetSpec = Type.Unsafe<T.StatefulSetSpec>({
       type: "integer",
       format: "int32",
     },
-    selector: { ...metav1.LabelSelector, description: "selector is a label query over pods that should match the replica count. It must match the pod template's labels. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors" },
+    selector: /* @__PURE__ */ described(metav1.LabelSelector, "selector is a label query over pods that should match the replica count. It must match the pod template's labels. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors"),
     serviceName: {
       description: "serviceName is the name of the service that governs this StatefulSet. This service must exist before the StatefulSet, and is responsible for the network identity of the set. Pods get DNS/hostnames that follow the pattern: pod-specific-string.serviceName.default.svc.cluster.local where \"pod-specific-string\" is managed by the StatefulSet controller.",
       type: "string",
     },
-    template: { ...corev1.PodTemplateSpec, description: "template is the object that describes the pod that will be created if insufficient replicas are detected. Each pod stamped out by the StatefulSet will fulfill this Template, but have a unique identity from the rest of the StatefulSet. Each pod will be named with the format <statefulsetname>-<podindex>. For example, a pod in a StatefulSet named \"web\" with index number \"3\" would be named \"web-3\". The only allowed template.spec.restartPolicy value is \"Always\"." },
-    updateStrategy: { ...StatefulSetUpdateStrategy, description: "updateStrategy indicates the StatefulSetUpdateStrategy that will be employed to update Pods in the StatefulSet when a revision is made to Template." },
+    template: /* @__PURE__ */ described(corev1.PodTemplateSpec, "template is the object that describes the pod that will be created if insufficient replicas are detected. Each pod stamped out by the StatefulSet will fulfill this Template, but have a unique identity from the rest of the StatefulSet. Each pod will be named with the format <statefulsetname>-<podindex>. For example, a pod in a StatefulSet named \"web\" with index number \"3\" would be named \"web-3\". The only allowed template.spec.restartPolicy value is \"Always\"."),
+    updateStrategy: /* @__PURE__ */ described(StatefulSetUpdateStrategy, "updateStrategy indicates the StatefulSetUpdateStrategy that will be employed to update Pods in the StatefulSet when a revision is made to Template."),
     volumeClaimTemplates: {
       description: "volumeClaimTemplates is a list of claims that pods are allowed to reference. The StatefulSet controller is responsible for mapping network identities to claims in a way that maintains the identity of a pod. Every claim in this list must have at least one matching (by name) volumeMount in one container in the template. A claim in this list takes precedence over any volumes in the template, with the same name.",
       type: "array",
@@ -603,7 +603,7 @@ export const StatefulSetSpec = Type.Unsafe<T.StatefulSetSpec>({
 export type StatefulSetSpec = T.StatefulSetSpec;
 
 /** StatefulSetCondition describes the state of a statefulset at a certain point. */
-export const StatefulSetCondition = Type.Unsafe<T.StatefulSetCondition>({
+export const StatefulSetCondition = /* @__PURE__ */ Type.Unsafe<T.StatefulSetCondition>({
   description: "StatefulSetCondition describes the state of a statefulset at a certain point.",
   type: "object",
   properties: {
@@ -634,7 +634,7 @@ export const StatefulSetCondition = Type.Unsafe<T.StatefulSetCondition>({
 export type StatefulSetCondition = T.StatefulSetCondition;
 
 /** StatefulSetStatus represents the current state of a StatefulSet. */
-export const StatefulSetStatus = Type.Unsafe<T.StatefulSetStatus>({
+export const StatefulSetStatus = /* @__PURE__ */ Type.Unsafe<T.StatefulSetStatus>({
   description: "StatefulSetStatus represents the current state of a StatefulSet.",
   type: "object",
   properties: {
@@ -700,7 +700,7 @@ export type StatefulSetStatus = T.StatefulSetStatus;
  *
  * The StatefulSet guarantees that a given network identity will always map to the same storage identity.
  */
-export const StatefulSet = Type.Unsafe<T.StatefulSet>({
+export const StatefulSet = /* @__PURE__ */ Type.Unsafe<T.StatefulSet>({
   description: "StatefulSet represents a set of pods with consistent identities. Identities are defined as:\n  - Network: A single stable DNS and hostname.\n  - Storage: As many VolumeClaims as requested.\n\nThe StatefulSet guarantees that a given network identity will always map to the same storage identity.",
   type: "object",
   properties: {
@@ -712,9 +712,9 @@ export const StatefulSet = Type.Unsafe<T.StatefulSet>({
       description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
       type: "string",
     },
-    metadata: { ...metav1.ObjectMeta, description: "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata" },
-    spec: { ...StatefulSetSpec, description: "Spec defines the desired identities of pods in this set." },
-    status: { ...StatefulSetStatus, description: "Status is the current status of Pods in this StatefulSet. This data may be out of date by some window of time." },
+    metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"),
+    spec: /* @__PURE__ */ described(StatefulSetSpec, "Spec defines the desired identities of pods in this set."),
+    status: /* @__PURE__ */ described(StatefulSetStatus, "Status is the current status of Pods in this StatefulSet. This data may be out of date by some window of time."),
   },
 });
 export type StatefulSet = T.StatefulSet;

@@ -5,12 +5,12 @@
  * `defineKind`. Each constant's static type is the interface of the same name.
  */
 import Type from "typebox";
-import { quantity } from "../../k8s.ts";
+import { quantity, described } from "../../k8s.ts";
 import type * as T from "../../../client/models/autoscaling/v2.ts";
 import * as metav1 from "../meta/v1.ts";
 
 /** MetricTarget defines the target value, average value, or average utilization of a specific metric */
-export const MetricTarget = Type.Unsafe<T.MetricTarget>({
+export const MetricTarget = /* @__PURE__ */ Type.Unsafe<T.MetricTarget>({
   description: "MetricTarget defines the target value, average value, or average utilization of a specific metric",
   type: "object",
   properties: {
@@ -19,19 +19,19 @@ export const MetricTarget = Type.Unsafe<T.MetricTarget>({
       type: "integer",
       format: "int32",
     },
-    averageValue: quantity({ description: "averageValue is the target value of the average of the metric across all relevant pods (as a quantity)" }),
+    averageValue: /* @__PURE__ */ quantity({ description: "averageValue is the target value of the average of the metric across all relevant pods (as a quantity)" }),
     type: {
       description: "type represents whether the metric type is Utilization, Value, or AverageValue",
       type: "string",
     },
-    value: quantity({ description: "value is the target value of the metric (as a quantity)." }),
+    value: /* @__PURE__ */ quantity({ description: "value is the target value of the metric (as a quantity)." }),
   },
   required: ["type"],
 });
 export type MetricTarget = T.MetricTarget;
 
 /** ContainerResourceMetricSource indicates how to scale on a resource metric known to Kubernetes, as specified in requests and limits, describing each pod in the current scale target (e.g. CPU or memory).  The values will be averaged together before being compared to the target.  Such metrics are built in to Kubernetes, and have special scaling options on top of those available to normal per-pod metrics using the "pods" source.  Only one "target" type should be set. */
-export const ContainerResourceMetricSource = Type.Unsafe<T.ContainerResourceMetricSource>({
+export const ContainerResourceMetricSource = /* @__PURE__ */ Type.Unsafe<T.ContainerResourceMetricSource>({
   description: "ContainerResourceMetricSource indicates how to scale on a resource metric known to Kubernetes, as specified in requests and limits, describing each pod in the current scale target (e.g. CPU or memory).  The values will be averaged together before being compared to the target.  Such metrics are built in to Kubernetes, and have special scaling options on top of those available to normal per-pod metrics using the \"pods\" source.  Only one \"target\" type should be set.",
   type: "object",
   properties: {
@@ -43,14 +43,14 @@ export const ContainerResourceMetricSource = Type.Unsafe<T.ContainerResourceMetr
       description: "name is the name of the resource in question.",
       type: "string",
     },
-    target: { ...MetricTarget, description: "target specifies the target value for the given metric" },
+    target: /* @__PURE__ */ described(MetricTarget, "target specifies the target value for the given metric"),
   },
   required: ["name","target","container"],
 });
 export type ContainerResourceMetricSource = T.ContainerResourceMetricSource;
 
 /** MetricValueStatus holds the current value for a metric */
-export const MetricValueStatus = Type.Unsafe<T.MetricValueStatus>({
+export const MetricValueStatus = /* @__PURE__ */ Type.Unsafe<T.MetricValueStatus>({
   description: "MetricValueStatus holds the current value for a metric",
   type: "object",
   properties: {
@@ -59,14 +59,14 @@ export const MetricValueStatus = Type.Unsafe<T.MetricValueStatus>({
       type: "integer",
       format: "int32",
     },
-    averageValue: quantity({ description: "averageValue is the current value of the average of the metric across all relevant pods (as a quantity)" }),
-    value: quantity({ description: "value is the current value of the metric (as a quantity)." }),
+    averageValue: /* @__PURE__ */ quantity({ description: "averageValue is the current value of the average of the metric across all relevant pods (as a quantity)" }),
+    value: /* @__PURE__ */ quantity({ description: "value is the current value of the metric (as a quantity)." }),
   },
 });
 export type MetricValueStatus = T.MetricValueStatus;
 
 /** ContainerResourceMetricStatus indicates the current value of a resource metric known to Kubernetes, as specified in requests and limits, describing a single container in each pod in the current scale target (e.g. CPU or memory).  Such metrics are built in to Kubernetes, and have special scaling options on top of those available to normal per-pod metrics using the "pods" source. */
-export const ContainerResourceMetricStatus = Type.Unsafe<T.ContainerResourceMetricStatus>({
+export const ContainerResourceMetricStatus = /* @__PURE__ */ Type.Unsafe<T.ContainerResourceMetricStatus>({
   description: "ContainerResourceMetricStatus indicates the current value of a resource metric known to Kubernetes, as specified in requests and limits, describing a single container in each pod in the current scale target (e.g. CPU or memory).  Such metrics are built in to Kubernetes, and have special scaling options on top of those available to normal per-pod metrics using the \"pods\" source.",
   type: "object",
   properties: {
@@ -74,7 +74,7 @@ export const ContainerResourceMetricStatus = Type.Unsafe<T.ContainerResourceMetr
       description: "container is the name of the container in the pods of the scaling target",
       type: "string",
     },
-    current: { ...MetricValueStatus, description: "current contains the current value for the given metric" },
+    current: /* @__PURE__ */ described(MetricValueStatus, "current contains the current value for the given metric"),
     name: {
       description: "name is the name of the resource in question.",
       type: "string",
@@ -85,7 +85,7 @@ export const ContainerResourceMetricStatus = Type.Unsafe<T.ContainerResourceMetr
 export type ContainerResourceMetricStatus = T.ContainerResourceMetricStatus;
 
 /** CrossVersionObjectReference contains enough information to let you identify the referred resource. */
-export const CrossVersionObjectReference = Type.Unsafe<T.CrossVersionObjectReference>({
+export const CrossVersionObjectReference = /* @__PURE__ */ Type.Unsafe<T.CrossVersionObjectReference>({
   description: "CrossVersionObjectReference contains enough information to let you identify the referred resource.",
   type: "object",
   properties: {
@@ -107,7 +107,7 @@ export const CrossVersionObjectReference = Type.Unsafe<T.CrossVersionObjectRefer
 export type CrossVersionObjectReference = T.CrossVersionObjectReference;
 
 /** MetricIdentifier defines the name and optionally selector for a metric */
-export const MetricIdentifier = Type.Unsafe<T.MetricIdentifier>({
+export const MetricIdentifier = /* @__PURE__ */ Type.Unsafe<T.MetricIdentifier>({
   description: "MetricIdentifier defines the name and optionally selector for a metric",
   type: "object",
   properties: {
@@ -115,38 +115,38 @@ export const MetricIdentifier = Type.Unsafe<T.MetricIdentifier>({
       description: "name is the name of the given metric",
       type: "string",
     },
-    selector: { ...metav1.LabelSelector, description: "selector is the string-encoded form of a standard kubernetes label selector for the given metric When set, it is passed as an additional parameter to the metrics server for more specific metrics scoping. When unset, just the metricName will be used to gather metrics." },
+    selector: /* @__PURE__ */ described(metav1.LabelSelector, "selector is the string-encoded form of a standard kubernetes label selector for the given metric When set, it is passed as an additional parameter to the metrics server for more specific metrics scoping. When unset, just the metricName will be used to gather metrics."),
   },
   required: ["name"],
 });
 export type MetricIdentifier = T.MetricIdentifier;
 
 /** ExternalMetricSource indicates how to scale on a metric not associated with any Kubernetes object (for example length of queue in cloud messaging service, or QPS from loadbalancer running outside of cluster). */
-export const ExternalMetricSource = Type.Unsafe<T.ExternalMetricSource>({
+export const ExternalMetricSource = /* @__PURE__ */ Type.Unsafe<T.ExternalMetricSource>({
   description: "ExternalMetricSource indicates how to scale on a metric not associated with any Kubernetes object (for example length of queue in cloud messaging service, or QPS from loadbalancer running outside of cluster).",
   type: "object",
   properties: {
-    metric: { ...MetricIdentifier, description: "metric identifies the target metric by name and selector" },
-    target: { ...MetricTarget, description: "target specifies the target value for the given metric" },
+    metric: /* @__PURE__ */ described(MetricIdentifier, "metric identifies the target metric by name and selector"),
+    target: /* @__PURE__ */ described(MetricTarget, "target specifies the target value for the given metric"),
   },
   required: ["metric","target"],
 });
 export type ExternalMetricSource = T.ExternalMetricSource;
 
 /** ExternalMetricStatus indicates the current value of a global metric not associated with any Kubernetes object. */
-export const ExternalMetricStatus = Type.Unsafe<T.ExternalMetricStatus>({
+export const ExternalMetricStatus = /* @__PURE__ */ Type.Unsafe<T.ExternalMetricStatus>({
   description: "ExternalMetricStatus indicates the current value of a global metric not associated with any Kubernetes object.",
   type: "object",
   properties: {
-    current: { ...MetricValueStatus, description: "current contains the current value for the given metric" },
-    metric: { ...MetricIdentifier, description: "metric identifies the target metric by name and selector" },
+    current: /* @__PURE__ */ described(MetricValueStatus, "current contains the current value for the given metric"),
+    metric: /* @__PURE__ */ described(MetricIdentifier, "metric identifies the target metric by name and selector"),
   },
   required: ["metric","current"],
 });
 export type ExternalMetricStatus = T.ExternalMetricStatus;
 
 /** HPAScalingPolicy is a single policy which must hold true for a specified past interval. */
-export const HPAScalingPolicy = Type.Unsafe<T.HPAScalingPolicy>({
+export const HPAScalingPolicy = /* @__PURE__ */ Type.Unsafe<T.HPAScalingPolicy>({
   description: "HPAScalingPolicy is a single policy which must hold true for a specified past interval.",
   type: "object",
   properties: {
@@ -176,7 +176,7 @@ export type HPAScalingPolicy = T.HPAScalingPolicy;
  *
  * The tolerance is applied to the metric values and prevents scaling too eagerly for small metric variations. (Note that setting a tolerance requires the beta HPAConfigurableTolerance feature gate to be enabled.)
  */
-export const HPAScalingRules = Type.Unsafe<T.HPAScalingRules>({
+export const HPAScalingRules = /* @__PURE__ */ Type.Unsafe<T.HPAScalingRules>({
   description: "HPAScalingRules configures the scaling behavior for one direction via scaling Policy Rules and a configurable metric tolerance.\n\nScaling Policy Rules are applied after calculating DesiredReplicas from metrics for the HPA. They can limit the scaling velocity by specifying scaling policies. They can prevent flapping by specifying the stabilization window, so that the number of replicas is not set instantly, instead, the safest value from the stabilization window is chosen.\n\nThe tolerance is applied to the metric values and prevents scaling too eagerly for small metric variations. (Note that setting a tolerance requires the beta HPAConfigurableTolerance feature gate to be enabled.)",
   type: "object",
   properties: {
@@ -195,49 +195,49 @@ export const HPAScalingRules = Type.Unsafe<T.HPAScalingRules>({
       type: "integer",
       format: "int32",
     },
-    tolerance: quantity({ description: "tolerance is the tolerance on the ratio between the current and desired metric value under which no updates are made to the desired number of replicas (e.g. 0.01 for 1%). Must be greater than or equal to zero. If not set, the default cluster-wide tolerance is applied (by default 10%).\n\nFor example, if autoscaling is configured with a memory consumption target of 100Mi, and scale-down and scale-up tolerances of 5% and 1% respectively, scaling will be triggered when the actual consumption falls below 95Mi or exceeds 101Mi.\n\nThis is an beta field and requires the HPAConfigurableTolerance feature gate to be enabled." }),
+    tolerance: /* @__PURE__ */ quantity({ description: "tolerance is the tolerance on the ratio between the current and desired metric value under which no updates are made to the desired number of replicas (e.g. 0.01 for 1%). Must be greater than or equal to zero. If not set, the default cluster-wide tolerance is applied (by default 10%).\n\nFor example, if autoscaling is configured with a memory consumption target of 100Mi, and scale-down and scale-up tolerances of 5% and 1% respectively, scaling will be triggered when the actual consumption falls below 95Mi or exceeds 101Mi.\n\nThis is an beta field and requires the HPAConfigurableTolerance feature gate to be enabled." }),
   },
 });
 export type HPAScalingRules = T.HPAScalingRules;
 
 /** HorizontalPodAutoscalerBehavior configures the scaling behavior of the target in both Up and Down directions (scaleUp and scaleDown fields respectively). */
-export const HorizontalPodAutoscalerBehavior = Type.Unsafe<T.HorizontalPodAutoscalerBehavior>({
+export const HorizontalPodAutoscalerBehavior = /* @__PURE__ */ Type.Unsafe<T.HorizontalPodAutoscalerBehavior>({
   description: "HorizontalPodAutoscalerBehavior configures the scaling behavior of the target in both Up and Down directions (scaleUp and scaleDown fields respectively).",
   type: "object",
   properties: {
-    scaleDown: { ...HPAScalingRules, description: "scaleDown is scaling policy for scaling Down. If not set, the default value is to allow to scale down to minReplicas pods, with a 300 second stabilization window (i.e., the highest recommendation for the last 300sec is used)." },
-    scaleUp: { ...HPAScalingRules, description: "scaleUp is scaling policy for scaling Up. If not set, the default value is the higher of:\n  * increase no more than 4 pods per 60 seconds\n  * double the number of pods per 60 seconds\nNo stabilization is used." },
+    scaleDown: /* @__PURE__ */ described(HPAScalingRules, "scaleDown is scaling policy for scaling Down. If not set, the default value is to allow to scale down to minReplicas pods, with a 300 second stabilization window (i.e., the highest recommendation for the last 300sec is used)."),
+    scaleUp: /* @__PURE__ */ described(HPAScalingRules, "scaleUp is scaling policy for scaling Up. If not set, the default value is the higher of:\n  * increase no more than 4 pods per 60 seconds\n  * double the number of pods per 60 seconds\nNo stabilization is used."),
   },
 });
 export type HorizontalPodAutoscalerBehavior = T.HorizontalPodAutoscalerBehavior;
 
 /** ObjectMetricSource indicates how to scale on a metric describing a kubernetes object (for example, hits-per-second on an Ingress object). */
-export const ObjectMetricSource = Type.Unsafe<T.ObjectMetricSource>({
+export const ObjectMetricSource = /* @__PURE__ */ Type.Unsafe<T.ObjectMetricSource>({
   description: "ObjectMetricSource indicates how to scale on a metric describing a kubernetes object (for example, hits-per-second on an Ingress object).",
   type: "object",
   properties: {
-    describedObject: { ...CrossVersionObjectReference, description: "describedObject specifies the descriptions of a object,such as kind,name apiVersion" },
-    metric: { ...MetricIdentifier, description: "metric identifies the target metric by name and selector" },
-    target: { ...MetricTarget, description: "target specifies the target value for the given metric" },
+    describedObject: /* @__PURE__ */ described(CrossVersionObjectReference, "describedObject specifies the descriptions of a object,such as kind,name apiVersion"),
+    metric: /* @__PURE__ */ described(MetricIdentifier, "metric identifies the target metric by name and selector"),
+    target: /* @__PURE__ */ described(MetricTarget, "target specifies the target value for the given metric"),
   },
   required: ["describedObject","target","metric"],
 });
 export type ObjectMetricSource = T.ObjectMetricSource;
 
 /** PodsMetricSource indicates how to scale on a metric describing each pod in the current scale target (for example, transactions-processed-per-second). The values will be averaged together before being compared to the target value. */
-export const PodsMetricSource = Type.Unsafe<T.PodsMetricSource>({
+export const PodsMetricSource = /* @__PURE__ */ Type.Unsafe<T.PodsMetricSource>({
   description: "PodsMetricSource indicates how to scale on a metric describing each pod in the current scale target (for example, transactions-processed-per-second). The values will be averaged together before being compared to the target value.",
   type: "object",
   properties: {
-    metric: { ...MetricIdentifier, description: "metric identifies the target metric by name and selector" },
-    target: { ...MetricTarget, description: "target specifies the target value for the given metric" },
+    metric: /* @__PURE__ */ described(MetricIdentifier, "metric identifies the target metric by name and selector"),
+    target: /* @__PURE__ */ described(MetricTarget, "target specifies the target value for the given metric"),
   },
   required: ["metric","target"],
 });
 export type PodsMetricSource = T.PodsMetricSource;
 
 /** ResourceMetricSource indicates how to scale on a resource metric known to Kubernetes, as specified in requests and limits, describing each pod in the current scale target (e.g. CPU or memory).  The values will be averaged together before being compared to the target.  Such metrics are built in to Kubernetes, and have special scaling options on top of those available to normal per-pod metrics using the "pods" source.  Only one "target" type should be set. */
-export const ResourceMetricSource = Type.Unsafe<T.ResourceMetricSource>({
+export const ResourceMetricSource = /* @__PURE__ */ Type.Unsafe<T.ResourceMetricSource>({
   description: "ResourceMetricSource indicates how to scale on a resource metric known to Kubernetes, as specified in requests and limits, describing each pod in the current scale target (e.g. CPU or memory).  The values will be averaged together before being compared to the target.  Such metrics are built in to Kubernetes, and have special scaling options on top of those available to normal per-pod metrics using the \"pods\" source.  Only one \"target\" type should be set.",
   type: "object",
   properties: {
@@ -245,22 +245,22 @@ export const ResourceMetricSource = Type.Unsafe<T.ResourceMetricSource>({
       description: "name is the name of the resource in question.",
       type: "string",
     },
-    target: { ...MetricTarget, description: "target specifies the target value for the given metric" },
+    target: /* @__PURE__ */ described(MetricTarget, "target specifies the target value for the given metric"),
   },
   required: ["name","target"],
 });
 export type ResourceMetricSource = T.ResourceMetricSource;
 
 /** MetricSpec specifies how to scale based on a single metric (only `type` and one other matching field should be set at once). */
-export const MetricSpec = Type.Unsafe<T.MetricSpec>({
+export const MetricSpec = /* @__PURE__ */ Type.Unsafe<T.MetricSpec>({
   description: "MetricSpec specifies how to scale based on a single metric (only `type` and one other matching field should be set at once).",
   type: "object",
   properties: {
-    containerResource: { ...ContainerResourceMetricSource, description: "containerResource refers to a resource metric (such as those specified in requests and limits) known to Kubernetes describing a single container in each pod of the current scale target (e.g. CPU or memory). Such metrics are built in to Kubernetes, and have special scaling options on top of those available to normal per-pod metrics using the \"pods\" source." },
-    external: { ...ExternalMetricSource, description: "external refers to a global metric that is not associated with any Kubernetes object. It allows autoscaling based on information coming from components running outside of cluster (for example length of queue in cloud messaging service, or QPS from loadbalancer running outside of cluster)." },
-    object: { ...ObjectMetricSource, description: "object refers to a metric describing a single kubernetes object (for example, hits-per-second on an Ingress object)." },
-    pods: { ...PodsMetricSource, description: "pods refers to a metric describing each pod in the current scale target (for example, transactions-processed-per-second).  The values will be averaged together before being compared to the target value." },
-    resource: { ...ResourceMetricSource, description: "resource refers to a resource metric (such as those specified in requests and limits) known to Kubernetes describing each pod in the current scale target (e.g. CPU or memory). Such metrics are built in to Kubernetes, and have special scaling options on top of those available to normal per-pod metrics using the \"pods\" source." },
+    containerResource: /* @__PURE__ */ described(ContainerResourceMetricSource, "containerResource refers to a resource metric (such as those specified in requests and limits) known to Kubernetes describing a single container in each pod of the current scale target (e.g. CPU or memory). Such metrics are built in to Kubernetes, and have special scaling options on top of those available to normal per-pod metrics using the \"pods\" source."),
+    external: /* @__PURE__ */ described(ExternalMetricSource, "external refers to a global metric that is not associated with any Kubernetes object. It allows autoscaling based on information coming from components running outside of cluster (for example length of queue in cloud messaging service, or QPS from loadbalancer running outside of cluster)."),
+    object: /* @__PURE__ */ described(ObjectMetricSource, "object refers to a metric describing a single kubernetes object (for example, hits-per-second on an Ingress object)."),
+    pods: /* @__PURE__ */ described(PodsMetricSource, "pods refers to a metric describing each pod in the current scale target (for example, transactions-processed-per-second).  The values will be averaged together before being compared to the target value."),
+    resource: /* @__PURE__ */ described(ResourceMetricSource, "resource refers to a resource metric (such as those specified in requests and limits) known to Kubernetes describing each pod in the current scale target (e.g. CPU or memory). Such metrics are built in to Kubernetes, and have special scaling options on top of those available to normal per-pod metrics using the \"pods\" source."),
     type: {
       description: "type is the type of metric source.  It should be one of \"ContainerResource\", \"External\", \"Object\", \"Pods\" or \"Resource\", each mapping to a matching field in the object.",
       type: "string",
@@ -271,11 +271,11 @@ export const MetricSpec = Type.Unsafe<T.MetricSpec>({
 export type MetricSpec = T.MetricSpec;
 
 /** HorizontalPodAutoscalerSpec describes the desired functionality of the HorizontalPodAutoscaler. */
-export const HorizontalPodAutoscalerSpec = Type.Unsafe<T.HorizontalPodAutoscalerSpec>({
+export const HorizontalPodAutoscalerSpec = /* @__PURE__ */ Type.Unsafe<T.HorizontalPodAutoscalerSpec>({
   description: "HorizontalPodAutoscalerSpec describes the desired functionality of the HorizontalPodAutoscaler.",
   type: "object",
   properties: {
-    behavior: { ...HorizontalPodAutoscalerBehavior, description: "behavior configures the scaling behavior of the target in both Up and Down directions (scaleUp and scaleDown fields respectively). If not set, the default HPAScalingRules for scale up and scale down are used." },
+    behavior: /* @__PURE__ */ described(HorizontalPodAutoscalerBehavior, "behavior configures the scaling behavior of the target in both Up and Down directions (scaleUp and scaleDown fields respectively). If not set, the default HPAScalingRules for scale up and scale down are used."),
     maxReplicas: {
       description: "maxReplicas is the upper limit for the number of replicas to which the autoscaler can scale up. It cannot be less that minReplicas.",
       type: "integer",
@@ -292,14 +292,14 @@ export const HorizontalPodAutoscalerSpec = Type.Unsafe<T.HorizontalPodAutoscaler
       type: "integer",
       format: "int32",
     },
-    scaleTargetRef: { ...CrossVersionObjectReference, description: "scaleTargetRef points to the target resource to scale, and is used to the pods for which metrics should be collected, as well as to actually change the replica count." },
+    scaleTargetRef: /* @__PURE__ */ described(CrossVersionObjectReference, "scaleTargetRef points to the target resource to scale, and is used to the pods for which metrics should be collected, as well as to actually change the replica count."),
   },
   required: ["scaleTargetRef","maxReplicas"],
 });
 export type HorizontalPodAutoscalerSpec = T.HorizontalPodAutoscalerSpec;
 
 /** HorizontalPodAutoscalerCondition describes the state of a HorizontalPodAutoscaler at a certain point. */
-export const HorizontalPodAutoscalerCondition = Type.Unsafe<T.HorizontalPodAutoscalerCondition>({
+export const HorizontalPodAutoscalerCondition = /* @__PURE__ */ Type.Unsafe<T.HorizontalPodAutoscalerCondition>({
   description: "HorizontalPodAutoscalerCondition describes the state of a HorizontalPodAutoscaler at a certain point.",
   type: "object",
   properties: {
@@ -330,36 +330,36 @@ export const HorizontalPodAutoscalerCondition = Type.Unsafe<T.HorizontalPodAutos
 export type HorizontalPodAutoscalerCondition = T.HorizontalPodAutoscalerCondition;
 
 /** ObjectMetricStatus indicates the current value of a metric describing a kubernetes object (for example, hits-per-second on an Ingress object). */
-export const ObjectMetricStatus = Type.Unsafe<T.ObjectMetricStatus>({
+export const ObjectMetricStatus = /* @__PURE__ */ Type.Unsafe<T.ObjectMetricStatus>({
   description: "ObjectMetricStatus indicates the current value of a metric describing a kubernetes object (for example, hits-per-second on an Ingress object).",
   type: "object",
   properties: {
-    current: { ...MetricValueStatus, description: "current contains the current value for the given metric" },
-    describedObject: { ...CrossVersionObjectReference, description: "DescribedObject specifies the descriptions of a object,such as kind,name apiVersion" },
-    metric: { ...MetricIdentifier, description: "metric identifies the target metric by name and selector" },
+    current: /* @__PURE__ */ described(MetricValueStatus, "current contains the current value for the given metric"),
+    describedObject: /* @__PURE__ */ described(CrossVersionObjectReference, "DescribedObject specifies the descriptions of a object,such as kind,name apiVersion"),
+    metric: /* @__PURE__ */ described(MetricIdentifier, "metric identifies the target metric by name and selector"),
   },
   required: ["metric","current","describedObject"],
 });
 export type ObjectMetricStatus = T.ObjectMetricStatus;
 
 /** PodsMetricStatus indicates the current value of a metric describing each pod in the current scale target (for example, transactions-processed-per-second). */
-export const PodsMetricStatus = Type.Unsafe<T.PodsMetricStatus>({
+export const PodsMetricStatus = /* @__PURE__ */ Type.Unsafe<T.PodsMetricStatus>({
   description: "PodsMetricStatus indicates the current value of a metric describing each pod in the current scale target (for example, transactions-processed-per-second).",
   type: "object",
   properties: {
-    current: { ...MetricValueStatus, description: "current contains the current value for the given metric" },
-    metric: { ...MetricIdentifier, description: "metric identifies the target metric by name and selector" },
+    current: /* @__PURE__ */ described(MetricValueStatus, "current contains the current value for the given metric"),
+    metric: /* @__PURE__ */ described(MetricIdentifier, "metric identifies the target metric by name and selector"),
   },
   required: ["metric","current"],
 });
 export type PodsMetricStatus = T.PodsMetricStatus;
 
 /** ResourceMetricStatus indicates the current value of a resource metric known to Kubernetes, as specified in requests and limits, describing each pod in the current scale target (e.g. CPU or memory).  Such metrics are built in to Kubernetes, and have special scaling options on top of those available to normal per-pod metrics using the "pods" source. */
-export const ResourceMetricStatus = Type.Unsafe<T.ResourceMetricStatus>({
+export const ResourceMetricStatus = /* @__PURE__ */ Type.Unsafe<T.ResourceMetricStatus>({
   description: "ResourceMetricStatus indicates the current value of a resource metric known to Kubernetes, as specified in requests and limits, describing each pod in the current scale target (e.g. CPU or memory).  Such metrics are built in to Kubernetes, and have special scaling options on top of those available to normal per-pod metrics using the \"pods\" source.",
   type: "object",
   properties: {
-    current: { ...MetricValueStatus, description: "current contains the current value for the given metric" },
+    current: /* @__PURE__ */ described(MetricValueStatus, "current contains the current value for the given metric"),
     name: {
       description: "name is the name of the resource in question.",
       type: "string",
@@ -370,15 +370,15 @@ export const ResourceMetricStatus = Type.Unsafe<T.ResourceMetricStatus>({
 export type ResourceMetricStatus = T.ResourceMetricStatus;
 
 /** MetricStatus describes the last-read state of a single metric. */
-export const MetricStatus = Type.Unsafe<T.MetricStatus>({
+export const MetricStatus = /* @__PURE__ */ Type.Unsafe<T.MetricStatus>({
   description: "MetricStatus describes the last-read state of a single metric.",
   type: "object",
   properties: {
-    containerResource: { ...ContainerResourceMetricStatus, description: "container resource refers to a resource metric (such as those specified in requests and limits) known to Kubernetes describing a single container in each pod in the current scale target (e.g. CPU or memory). Such metrics are built in to Kubernetes, and have special scaling options on top of those available to normal per-pod metrics using the \"pods\" source." },
-    external: { ...ExternalMetricStatus, description: "external refers to a global metric that is not associated with any Kubernetes object. It allows autoscaling based on information coming from components running outside of cluster (for example length of queue in cloud messaging service, or QPS from loadbalancer running outside of cluster)." },
-    object: { ...ObjectMetricStatus, description: "object refers to a metric describing a single kubernetes object (for example, hits-per-second on an Ingress object)." },
-    pods: { ...PodsMetricStatus, description: "pods refers to a metric describing each pod in the current scale target (for example, transactions-processed-per-second).  The values will be averaged together before being compared to the target value." },
-    resource: { ...ResourceMetricStatus, description: "resource refers to a resource metric (such as those specified in requests and limits) known to Kubernetes describing each pod in the current scale target (e.g. CPU or memory). Such metrics are built in to Kubernetes, and have special scaling options on top of those available to normal per-pod metrics using the \"pods\" source." },
+    containerResource: /* @__PURE__ */ described(ContainerResourceMetricStatus, "container resource refers to a resource metric (such as those specified in requests and limits) known to Kubernetes describing a single container in each pod in the current scale target (e.g. CPU or memory). Such metrics are built in to Kubernetes, and have special scaling options on top of those available to normal per-pod metrics using the \"pods\" source."),
+    external: /* @__PURE__ */ described(ExternalMetricStatus, "external refers to a global metric that is not associated with any Kubernetes object. It allows autoscaling based on information coming from components running outside of cluster (for example length of queue in cloud messaging service, or QPS from loadbalancer running outside of cluster)."),
+    object: /* @__PURE__ */ described(ObjectMetricStatus, "object refers to a metric describing a single kubernetes object (for example, hits-per-second on an Ingress object)."),
+    pods: /* @__PURE__ */ described(PodsMetricStatus, "pods refers to a metric describing each pod in the current scale target (for example, transactions-processed-per-second).  The values will be averaged together before being compared to the target value."),
+    resource: /* @__PURE__ */ described(ResourceMetricStatus, "resource refers to a resource metric (such as those specified in requests and limits) known to Kubernetes describing each pod in the current scale target (e.g. CPU or memory). Such metrics are built in to Kubernetes, and have special scaling options on top of those available to normal per-pod metrics using the \"pods\" source."),
     type: {
       description: "type is the type of metric source.  It will be one of \"ContainerResource\", \"External\", \"Object\", \"Pods\" or \"Resource\", each corresponds to a matching field in the object.",
       type: "string",
@@ -389,7 +389,7 @@ export const MetricStatus = Type.Unsafe<T.MetricStatus>({
 export type MetricStatus = T.MetricStatus;
 
 /** HorizontalPodAutoscalerStatus describes the current status of a horizontal pod autoscaler. */
-export const HorizontalPodAutoscalerStatus = Type.Unsafe<T.HorizontalPodAutoscalerStatus>({
+export const HorizontalPodAutoscalerStatus = /* @__PURE__ */ Type.Unsafe<T.HorizontalPodAutoscalerStatus>({
   description: "HorizontalPodAutoscalerStatus describes the current status of a horizontal pod autoscaler.",
   type: "object",
   properties: {
@@ -432,7 +432,7 @@ export const HorizontalPodAutoscalerStatus = Type.Unsafe<T.HorizontalPodAutoscal
 export type HorizontalPodAutoscalerStatus = T.HorizontalPodAutoscalerStatus;
 
 /** HorizontalPodAutoscaler is the configuration for a horizontal pod autoscaler, which automatically manages the replica count of any resource implementing the scale subresource based on the metrics specified. */
-export const HorizontalPodAutoscaler = Type.Unsafe<T.HorizontalPodAutoscaler>({
+export const HorizontalPodAutoscaler = /* @__PURE__ */ Type.Unsafe<T.HorizontalPodAutoscaler>({
   description: "HorizontalPodAutoscaler is the configuration for a horizontal pod autoscaler, which automatically manages the replica count of any resource implementing the scale subresource based on the metrics specified.",
   type: "object",
   properties: {
@@ -444,9 +444,9 @@ export const HorizontalPodAutoscaler = Type.Unsafe<T.HorizontalPodAutoscaler>({
       description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
       type: "string",
     },
-    metadata: { ...metav1.ObjectMeta, description: "metadata is the standard object metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata" },
-    spec: { ...HorizontalPodAutoscalerSpec, description: "spec is the specification for the behaviour of the autoscaler. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status." },
-    status: { ...HorizontalPodAutoscalerStatus, description: "status is the current information about the autoscaler." },
+    metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "metadata is the standard object metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"),
+    spec: /* @__PURE__ */ described(HorizontalPodAutoscalerSpec, "spec is the specification for the behaviour of the autoscaler. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status."),
+    status: /* @__PURE__ */ described(HorizontalPodAutoscalerStatus, "status is the current information about the autoscaler."),
   },
   required: ["spec"],
 });

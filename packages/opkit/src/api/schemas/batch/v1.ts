@@ -5,12 +5,13 @@
  * `defineKind`. Each constant's static type is the interface of the same name.
  */
 import Type from "typebox";
+import { described } from "../../k8s.ts";
 import type * as T from "../../../client/models/batch/v1.ts";
 import * as corev1 from "../core/v1.ts";
 import * as metav1 from "../meta/v1.ts";
 
 /** PodFailurePolicyOnExitCodesRequirement describes the requirement for handling a failed pod based on its container exit codes. In particular, it lookups the .state.terminated.exitCode for each app container and init container status, represented by the .status.containerStatuses and .status.initContainerStatuses fields in the Pod status, respectively. Containers completed with success (exit code 0) are excluded from the requirement check. */
-export const PodFailurePolicyOnExitCodesRequirement = Type.Unsafe<T.PodFailurePolicyOnExitCodesRequirement>({
+export const PodFailurePolicyOnExitCodesRequirement = /* @__PURE__ */ Type.Unsafe<T.PodFailurePolicyOnExitCodesRequirement>({
   description: "PodFailurePolicyOnExitCodesRequirement describes the requirement for handling a failed pod based on its container exit codes. In particular, it lookups the .state.terminated.exitCode for each app container and init container status, represented by the .status.containerStatuses and .status.initContainerStatuses fields in the Pod status, respectively. Containers completed with success (exit code 0) are excluded from the requirement check.",
   type: "object",
   properties: {
@@ -38,7 +39,7 @@ export const PodFailurePolicyOnExitCodesRequirement = Type.Unsafe<T.PodFailurePo
 export type PodFailurePolicyOnExitCodesRequirement = T.PodFailurePolicyOnExitCodesRequirement;
 
 /** PodFailurePolicyOnPodConditionsPattern describes a pattern for matching an actual pod condition type. */
-export const PodFailurePolicyOnPodConditionsPattern = Type.Unsafe<T.PodFailurePolicyOnPodConditionsPattern>({
+export const PodFailurePolicyOnPodConditionsPattern = /* @__PURE__ */ Type.Unsafe<T.PodFailurePolicyOnPodConditionsPattern>({
   description: "PodFailurePolicyOnPodConditionsPattern describes a pattern for matching an actual pod condition type.",
   type: "object",
   properties: {
@@ -56,7 +57,7 @@ export const PodFailurePolicyOnPodConditionsPattern = Type.Unsafe<T.PodFailurePo
 export type PodFailurePolicyOnPodConditionsPattern = T.PodFailurePolicyOnPodConditionsPattern;
 
 /** PodFailurePolicyRule describes how a pod failure is handled when the requirements are met. One of onExitCodes and onPodConditions, but not both, can be used in each rule. */
-export const PodFailurePolicyRule = Type.Unsafe<T.PodFailurePolicyRule>({
+export const PodFailurePolicyRule = /* @__PURE__ */ Type.Unsafe<T.PodFailurePolicyRule>({
   description: "PodFailurePolicyRule describes how a pod failure is handled when the requirements are met. One of onExitCodes and onPodConditions, but not both, can be used in each rule.",
   type: "object",
   properties: {
@@ -65,7 +66,7 @@ export const PodFailurePolicyRule = Type.Unsafe<T.PodFailurePolicyRule>({
       type: "string",
       enum: ["Count","FailIndex","FailJob","Ignore"],
     },
-    onExitCodes: { ...PodFailurePolicyOnExitCodesRequirement, description: "Represents the requirement on the container exit codes." },
+    onExitCodes: /* @__PURE__ */ described(PodFailurePolicyOnExitCodesRequirement, "Represents the requirement on the container exit codes."),
     onPodConditions: {
       description: "Represents the requirement on the pod conditions. The requirement is represented as a list of pod condition patterns. The requirement is satisfied if at least one pattern matches an actual pod condition. At most 20 elements are allowed.",
       type: "array",
@@ -78,7 +79,7 @@ export const PodFailurePolicyRule = Type.Unsafe<T.PodFailurePolicyRule>({
 export type PodFailurePolicyRule = T.PodFailurePolicyRule;
 
 /** PodFailurePolicy describes how failed pods influence the backoffLimit. */
-export const PodFailurePolicy = Type.Unsafe<T.PodFailurePolicy>({
+export const PodFailurePolicy = /* @__PURE__ */ Type.Unsafe<T.PodFailurePolicy>({
   description: "PodFailurePolicy describes how failed pods influence the backoffLimit.",
   type: "object",
   properties: {
@@ -94,7 +95,7 @@ export const PodFailurePolicy = Type.Unsafe<T.PodFailurePolicy>({
 export type PodFailurePolicy = T.PodFailurePolicy;
 
 /** SuccessPolicyRule describes rule for declaring a Job as succeeded. Each rule must have at least one of the "succeededIndexes" or "succeededCount" specified. */
-export const SuccessPolicyRule = Type.Unsafe<T.SuccessPolicyRule>({
+export const SuccessPolicyRule = /* @__PURE__ */ Type.Unsafe<T.SuccessPolicyRule>({
   description: "SuccessPolicyRule describes rule for declaring a Job as succeeded. Each rule must have at least one of the \"succeededIndexes\" or \"succeededCount\" specified.",
   type: "object",
   properties: {
@@ -112,7 +113,7 @@ export const SuccessPolicyRule = Type.Unsafe<T.SuccessPolicyRule>({
 export type SuccessPolicyRule = T.SuccessPolicyRule;
 
 /** SuccessPolicy describes when a Job can be declared as succeeded based on the success of some indexes. */
-export const SuccessPolicy = Type.Unsafe<T.SuccessPolicy>({
+export const SuccessPolicy = /* @__PURE__ */ Type.Unsafe<T.SuccessPolicy>({
   description: "SuccessPolicy describes when a Job can be declared as succeeded based on the success of some indexes.",
   type: "object",
   properties: {
@@ -128,7 +129,7 @@ export const SuccessPolicy = Type.Unsafe<T.SuccessPolicy>({
 export type SuccessPolicy = T.SuccessPolicy;
 
 /** JobSpec describes how the job execution will look like. */
-export const JobSpec = Type.Unsafe<T.JobSpec>({
+export const JobSpec = /* @__PURE__ */ Type.Unsafe<T.JobSpec>({
   description: "JobSpec describes how the job execution will look like.",
   type: "object",
   properties: {
@@ -175,19 +176,19 @@ export const JobSpec = Type.Unsafe<T.JobSpec>({
       type: "integer",
       format: "int32",
     },
-    podFailurePolicy: { ...PodFailurePolicy, description: "Specifies the policy of handling failed pods. In particular, it allows to specify the set of actions and conditions which need to be satisfied to take the associated action. If empty, the default behaviour applies - the counter of failed pods, represented by the jobs's .status.failed field, is incremented and it is checked against the backoffLimit. This field cannot be used in combination with restartPolicy=OnFailure." },
+    podFailurePolicy: /* @__PURE__ */ described(PodFailurePolicy, "Specifies the policy of handling failed pods. In particular, it allows to specify the set of actions and conditions which need to be satisfied to take the associated action. If empty, the default behaviour applies - the counter of failed pods, represented by the jobs's .status.failed field, is incremented and it is checked against the backoffLimit. This field cannot be used in combination with restartPolicy=OnFailure."),
     podReplacementPolicy: {
       description: "podReplacementPolicy specifies when to create replacement Pods. Possible values are: - TerminatingOrFailed means that we recreate pods\n  when they are terminating (has a metadata.deletionTimestamp) or failed.\n- Failed means to wait until a previously created Pod is fully terminated (has phase\n  Failed or Succeeded) before creating a replacement Pod.\n\nWhen using podFailurePolicy, Failed is the the only allowed value. TerminatingOrFailed and Failed are allowed values when podFailurePolicy is not in use.\n\nPossible enum values:\n - `\"Failed\"` means to wait until a previously created Pod is fully terminated (has phase Failed or Succeeded) before creating a replacement Pod.\n - `\"TerminatingOrFailed\"` means that we recreate pods when they are terminating (has a metadata.deletionTimestamp) or failed.",
       type: "string",
       enum: ["Failed","TerminatingOrFailed"],
     },
-    selector: { ...metav1.LabelSelector, description: "A label query over pods that should match the pod count. Normally, the system sets this field for you. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors" },
-    successPolicy: { ...SuccessPolicy, description: "successPolicy specifies the policy when the Job can be declared as succeeded. If empty, the default behavior applies - the Job is declared as succeeded only when the number of succeeded pods equals to the completions. When the field is specified, it must be immutable and works only for the Indexed Jobs. Once the Job meets the SuccessPolicy, the lingering pods are terminated." },
+    selector: /* @__PURE__ */ described(metav1.LabelSelector, "A label query over pods that should match the pod count. Normally, the system sets this field for you. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors"),
+    successPolicy: /* @__PURE__ */ described(SuccessPolicy, "successPolicy specifies the policy when the Job can be declared as succeeded. If empty, the default behavior applies - the Job is declared as succeeded only when the number of succeeded pods equals to the completions. When the field is specified, it must be immutable and works only for the Indexed Jobs. Once the Job meets the SuccessPolicy, the lingering pods are terminated."),
     suspend: {
       description: "suspend specifies whether the Job controller should create Pods or not. If a Job is created with suspend set to true, no Pods are created by the Job controller. If a Job is suspended after creation (i.e. the flag goes from false to true), the Job controller will delete all active Pods associated with this Job. Users must design their workload to gracefully handle this. Suspending a Job will reset the StartTime field of the Job, effectively resetting the ActiveDeadlineSeconds timer too. Defaults to false.",
       type: "boolean",
     },
-    template: { ...corev1.PodTemplateSpec, description: "Describes the pod that will be created when executing a job. The only allowed template.spec.restartPolicy values are \"Never\" or \"OnFailure\". More info: https://kubernetes.io/docs/concepts/workloads/controllers/jobs-run-to-completion/" },
+    template: /* @__PURE__ */ described(corev1.PodTemplateSpec, "Describes the pod that will be created when executing a job. The only allowed template.spec.restartPolicy values are \"Never\" or \"OnFailure\". More info: https://kubernetes.io/docs/concepts/workloads/controllers/jobs-run-to-completion/"),
     ttlSecondsAfterFinished: {
       description: "ttlSecondsAfterFinished limits the lifetime of a Job that has finished execution (either Complete or Failed). If this field is set, ttlSecondsAfterFinished after the Job finishes, it is eligible to be automatically deleted. When the Job is being deleted, its lifecycle guarantees (e.g. finalizers) will be honored. If this field is unset, the Job won't be automatically deleted. If this field is set to zero, the Job becomes eligible to be deleted immediately after it finishes.",
       type: "integer",
@@ -199,18 +200,18 @@ export const JobSpec = Type.Unsafe<T.JobSpec>({
 export type JobSpec = T.JobSpec;
 
 /** JobTemplateSpec describes the data a Job should have when created from a template */
-export const JobTemplateSpec = Type.Unsafe<T.JobTemplateSpec>({
+export const JobTemplateSpec = /* @__PURE__ */ Type.Unsafe<T.JobTemplateSpec>({
   description: "JobTemplateSpec describes the data a Job should have when created from a template",
   type: "object",
   properties: {
-    metadata: { ...metav1.ObjectMeta, description: "Standard object's metadata of the jobs created from this template. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata" },
-    spec: { ...JobSpec, description: "Specification of the desired behavior of the job. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status" },
+    metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "Standard object's metadata of the jobs created from this template. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"),
+    spec: /* @__PURE__ */ described(JobSpec, "Specification of the desired behavior of the job. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status"),
   },
 });
 export type JobTemplateSpec = T.JobTemplateSpec;
 
 /** CronJobSpec describes how the job execution will look like and when it will actually run. */
-export const CronJobSpec = Type.Unsafe<T.CronJobSpec>({
+export const CronJobSpec = /* @__PURE__ */ Type.Unsafe<T.CronJobSpec>({
   description: "CronJobSpec describes how the job execution will look like and when it will actually run.",
   type: "object",
   properties: {
@@ -224,7 +225,7 @@ export const CronJobSpec = Type.Unsafe<T.CronJobSpec>({
       type: "integer",
       format: "int32",
     },
-    jobTemplate: { ...JobTemplateSpec, description: "Specifies the job that will be created when executing a CronJob." },
+    jobTemplate: /* @__PURE__ */ described(JobTemplateSpec, "Specifies the job that will be created when executing a CronJob."),
     schedule: {
       description: "The schedule in Cron format, see https://en.wikipedia.org/wiki/Cron.",
       type: "string",
@@ -253,7 +254,7 @@ export const CronJobSpec = Type.Unsafe<T.CronJobSpec>({
 export type CronJobSpec = T.CronJobSpec;
 
 /** CronJobStatus represents the current state of a cron job. */
-export const CronJobStatus = Type.Unsafe<T.CronJobStatus>({
+export const CronJobStatus = /* @__PURE__ */ Type.Unsafe<T.CronJobStatus>({
   description: "CronJobStatus represents the current state of a cron job.",
   type: "object",
   properties: {
@@ -278,7 +279,7 @@ export const CronJobStatus = Type.Unsafe<T.CronJobStatus>({
 export type CronJobStatus = T.CronJobStatus;
 
 /** CronJob represents the configuration of a single cron job. */
-export const CronJob = Type.Unsafe<T.CronJob>({
+export const CronJob = /* @__PURE__ */ Type.Unsafe<T.CronJob>({
   description: "CronJob represents the configuration of a single cron job.",
   type: "object",
   properties: {
@@ -290,16 +291,16 @@ export const CronJob = Type.Unsafe<T.CronJob>({
       description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
       type: "string",
     },
-    metadata: { ...metav1.ObjectMeta, description: "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata" },
-    spec: { ...CronJobSpec, description: "Specification of the desired behavior of a cron job, including the schedule. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status" },
-    status: { ...CronJobStatus, description: "Current status of a cron job. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status" },
+    metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"),
+    spec: /* @__PURE__ */ described(CronJobSpec, "Specification of the desired behavior of a cron job, including the schedule. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status"),
+    status: /* @__PURE__ */ described(CronJobStatus, "Current status of a cron job. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status"),
   },
   required: ["spec"],
 });
 export type CronJob = T.CronJob;
 
 /** JobCondition describes current state of a job. */
-export const JobCondition = Type.Unsafe<T.JobCondition>({
+export const JobCondition = /* @__PURE__ */ Type.Unsafe<T.JobCondition>({
   description: "JobCondition describes current state of a job.",
   type: "object",
   properties: {
@@ -335,7 +336,7 @@ export const JobCondition = Type.Unsafe<T.JobCondition>({
 export type JobCondition = T.JobCondition;
 
 /** UncountedTerminatedPods holds UIDs of Pods that have terminated but haven't been accounted in Job status counters. */
-export const UncountedTerminatedPods = Type.Unsafe<T.UncountedTerminatedPods>({
+export const UncountedTerminatedPods = /* @__PURE__ */ Type.Unsafe<T.UncountedTerminatedPods>({
   description: "UncountedTerminatedPods holds UIDs of Pods that have terminated but haven't been accounted in Job status counters.",
   type: "object",
   properties: {
@@ -360,7 +361,7 @@ export const UncountedTerminatedPods = Type.Unsafe<T.UncountedTerminatedPods>({
 export type UncountedTerminatedPods = T.UncountedTerminatedPods;
 
 /** JobStatus represents the current state of a Job. */
-export const JobStatus = Type.Unsafe<T.JobStatus>({
+export const JobStatus = /* @__PURE__ */ Type.Unsafe<T.JobStatus>({
   description: "JobStatus represents the current state of a Job.",
   type: "object",
   properties: {
@@ -413,13 +414,13 @@ export const JobStatus = Type.Unsafe<T.JobStatus>({
       type: "integer",
       format: "int32",
     },
-    uncountedTerminatedPods: { ...UncountedTerminatedPods, description: "uncountedTerminatedPods holds the UIDs of Pods that have terminated but the job controller hasn't yet accounted for in the status counters.\n\nThe job controller creates pods with a finalizer. When a pod terminates (succeeded or failed), the controller does three steps to account for it in the job status:\n\n1. Add the pod UID to the arrays in this field. 2. Remove the pod finalizer. 3. Remove the pod UID from the arrays while increasing the corresponding\n    counter.\n\nOld jobs might not be tracked using this field, in which case the field remains null. The structure is empty for finished jobs." },
+    uncountedTerminatedPods: /* @__PURE__ */ described(UncountedTerminatedPods, "uncountedTerminatedPods holds the UIDs of Pods that have terminated but the job controller hasn't yet accounted for in the status counters.\n\nThe job controller creates pods with a finalizer. When a pod terminates (succeeded or failed), the controller does three steps to account for it in the job status:\n\n1. Add the pod UID to the arrays in this field. 2. Remove the pod finalizer. 3. Remove the pod UID from the arrays while increasing the corresponding\n    counter.\n\nOld jobs might not be tracked using this field, in which case the field remains null. The structure is empty for finished jobs."),
   },
 });
 export type JobStatus = T.JobStatus;
 
 /** Job represents the configuration of a single job. */
-export const Job = Type.Unsafe<T.Job>({
+export const Job = /* @__PURE__ */ Type.Unsafe<T.Job>({
   description: "Job represents the configuration of a single job.",
   type: "object",
   properties: {
@@ -431,9 +432,9 @@ export const Job = Type.Unsafe<T.Job>({
       description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
       type: "string",
     },
-    metadata: { ...metav1.ObjectMeta, description: "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata" },
-    spec: { ...JobSpec, description: "Specification of the desired behavior of a job. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status" },
-    status: { ...JobStatus, description: "Current status of a job. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status" },
+    metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"),
+    spec: /* @__PURE__ */ described(JobSpec, "Specification of the desired behavior of a job. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status"),
+    status: /* @__PURE__ */ described(JobStatus, "Current status of a job. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status"),
   },
 });
 export type Job = T.Job;

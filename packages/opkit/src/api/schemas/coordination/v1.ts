@@ -5,11 +5,12 @@
  * `defineKind`. Each constant's static type is the interface of the same name.
  */
 import Type from "typebox";
+import { described } from "../../k8s.ts";
 import type * as T from "../../../client/models/coordination/v1.ts";
 import * as metav1 from "../meta/v1.ts";
 
 /** LeaseSpec is a specification of a Lease. */
-export const LeaseSpec = Type.Unsafe<T.LeaseSpec>({
+export const LeaseSpec = /* @__PURE__ */ Type.Unsafe<T.LeaseSpec>({
   description: "LeaseSpec is a specification of a Lease.",
   type: "object",
   properties: {
@@ -50,7 +51,7 @@ export const LeaseSpec = Type.Unsafe<T.LeaseSpec>({
 export type LeaseSpec = T.LeaseSpec;
 
 /** Lease defines a lease concept. */
-export const Lease = Type.Unsafe<T.Lease>({
+export const Lease = /* @__PURE__ */ Type.Unsafe<T.Lease>({
   description: "Lease defines a lease concept.",
   type: "object",
   properties: {
@@ -62,8 +63,8 @@ export const Lease = Type.Unsafe<T.Lease>({
       description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
       type: "string",
     },
-    metadata: { ...metav1.ObjectMeta, description: "More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata" },
-    spec: { ...LeaseSpec, description: "spec contains the specification of the Lease. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status" },
+    metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"),
+    spec: /* @__PURE__ */ described(LeaseSpec, "spec contains the specification of the Lease. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status"),
   },
 });
 export type Lease = T.Lease;

@@ -5,12 +5,12 @@
  * `defineKind`. Each constant's static type is the interface of the same name.
  */
 import Type from "typebox";
-import { intOrString, quantity } from "../../k8s.ts";
+import { intOrString, quantity, described } from "../../k8s.ts";
 import type * as T from "../../../client/models/core/v1.ts";
 import * as metav1 from "../meta/v1.ts";
 
 /** A node selector requirement is a selector that contains values, a key, and an operator that relates the key and values. */
-export const NodeSelectorRequirement = Type.Unsafe<T.NodeSelectorRequirement>({
+export const NodeSelectorRequirement = /* @__PURE__ */ Type.Unsafe<T.NodeSelectorRequirement>({
   description: "A node selector requirement is a selector that contains values, a key, and an operator that relates the key and values.",
   type: "object",
   properties: {
@@ -37,7 +37,7 @@ export const NodeSelectorRequirement = Type.Unsafe<T.NodeSelectorRequirement>({
 export type NodeSelectorRequirement = T.NodeSelectorRequirement;
 
 /** A null or empty node selector term matches no objects. The requirements of them are ANDed. The TopologySelectorTerm type implements a subset of the NodeSelectorTerm. */
-export const NodeSelectorTerm = Type.Unsafe<T.NodeSelectorTerm>({
+export const NodeSelectorTerm = /* @__PURE__ */ Type.Unsafe<T.NodeSelectorTerm>({
   description: "A null or empty node selector term matches no objects. The requirements of them are ANDed. The TopologySelectorTerm type implements a subset of the NodeSelectorTerm.",
   type: "object",
   properties: {
@@ -59,7 +59,7 @@ export const NodeSelectorTerm = Type.Unsafe<T.NodeSelectorTerm>({
 export type NodeSelectorTerm = T.NodeSelectorTerm;
 
 /** A node selector represents the union of the results of one or more label queries over a set of nodes; that is, it represents the OR of the selectors represented by the node selector terms. */
-export const NodeSelector = Type.Unsafe<T.NodeSelector>({
+export const NodeSelector = /* @__PURE__ */ Type.Unsafe<T.NodeSelector>({
   description: "A node selector represents the union of the results of one or more label queries over a set of nodes; that is, it represents the OR of the selectors represented by the node selector terms.",
   type: "object",
   properties: {
@@ -76,11 +76,11 @@ export const NodeSelector = Type.Unsafe<T.NodeSelector>({
 export type NodeSelector = T.NodeSelector;
 
 /** An empty preferred scheduling term matches all objects with implicit weight 0 (i.e. it's a no-op). A null preferred scheduling term matches no objects (i.e. is also a no-op). */
-export const PreferredSchedulingTerm = Type.Unsafe<T.PreferredSchedulingTerm>({
+export const PreferredSchedulingTerm = /* @__PURE__ */ Type.Unsafe<T.PreferredSchedulingTerm>({
   description: "An empty preferred scheduling term matches all objects with implicit weight 0 (i.e. it's a no-op). A null preferred scheduling term matches no objects (i.e. is also a no-op).",
   type: "object",
   properties: {
-    preference: { ...NodeSelectorTerm, description: "A node selector term, associated with the corresponding weight." },
+    preference: /* @__PURE__ */ described(NodeSelectorTerm, "A node selector term, associated with the corresponding weight."),
     weight: {
       description: "Weight associated with matching the corresponding nodeSelectorTerm, in the range 1-100.",
       type: "integer",
@@ -92,7 +92,7 @@ export const PreferredSchedulingTerm = Type.Unsafe<T.PreferredSchedulingTerm>({
 export type PreferredSchedulingTerm = T.PreferredSchedulingTerm;
 
 /** Node affinity is a group of node affinity scheduling rules. */
-export const NodeAffinity = Type.Unsafe<T.NodeAffinity>({
+export const NodeAffinity = /* @__PURE__ */ Type.Unsafe<T.NodeAffinity>({
   description: "Node affinity is a group of node affinity scheduling rules.",
   type: "object",
   properties: {
@@ -102,17 +102,17 @@ export const NodeAffinity = Type.Unsafe<T.NodeAffinity>({
       items: PreferredSchedulingTerm,
       "x-kubernetes-list-type": "atomic",
     },
-    requiredDuringSchedulingIgnoredDuringExecution: { ...NodeSelector, description: "If the affinity requirements specified by this field are not met at scheduling time, the pod will not be scheduled onto the node. If the affinity requirements specified by this field cease to be met at some point during pod execution (e.g. due to an update), the system may or may not try to eventually evict the pod from its node." },
+    requiredDuringSchedulingIgnoredDuringExecution: /* @__PURE__ */ described(NodeSelector, "If the affinity requirements specified by this field are not met at scheduling time, the pod will not be scheduled onto the node. If the affinity requirements specified by this field cease to be met at some point during pod execution (e.g. due to an update), the system may or may not try to eventually evict the pod from its node."),
   },
 });
 export type NodeAffinity = T.NodeAffinity;
 
 /** Defines a set of pods (namely those matching the labelSelector relative to the given namespace(s)) that this pod should be co-located (affinity) or not co-located (anti-affinity) with, where co-located is defined as running on a node whose value of the label with key <topologyKey> matches that of any node on which a pod of the set of pods is running */
-export const PodAffinityTerm = Type.Unsafe<T.PodAffinityTerm>({
+export const PodAffinityTerm = /* @__PURE__ */ Type.Unsafe<T.PodAffinityTerm>({
   description: "Defines a set of pods (namely those matching the labelSelector relative to the given namespace(s)) that this pod should be co-located (affinity) or not co-located (anti-affinity) with, where co-located is defined as running on a node whose value of the label with key <topologyKey> matches that of any node on which a pod of the set of pods is running",
   type: "object",
   properties: {
-    labelSelector: { ...metav1.LabelSelector, description: "A label query over a set of resources, in this case pods. If it's null, this PodAffinityTerm matches with no Pods." },
+    labelSelector: /* @__PURE__ */ described(metav1.LabelSelector, "A label query over a set of resources, in this case pods. If it's null, this PodAffinityTerm matches with no Pods."),
     matchLabelKeys: {
       description: "MatchLabelKeys is a set of pod label keys to select which pods will be taken into consideration. The keys are used to lookup values from the incoming pod labels, those key-value labels are merged with `labelSelector` as `key in (value)` to select the group of existing pods which pods will be taken into consideration for the incoming pod's pod (anti) affinity. Keys that don't exist in the incoming pod labels will be ignored. The default value is empty. The same key is forbidden to exist in both matchLabelKeys and labelSelector. Also, matchLabelKeys cannot be set when labelSelector isn't set.",
       type: "array",
@@ -129,7 +129,7 @@ export const PodAffinityTerm = Type.Unsafe<T.PodAffinityTerm>({
       },
       "x-kubernetes-list-type": "atomic",
     },
-    namespaceSelector: { ...metav1.LabelSelector, description: "A label query over the set of namespaces that the term applies to. The term is applied to the union of the namespaces selected by this field and the ones listed in the namespaces field. null selector and null or empty namespaces list means \"this pod's namespace\". An empty selector ({}) matches all namespaces." },
+    namespaceSelector: /* @__PURE__ */ described(metav1.LabelSelector, "A label query over the set of namespaces that the term applies to. The term is applied to the union of the namespaces selected by this field and the ones listed in the namespaces field. null selector and null or empty namespaces list means \"this pod's namespace\". An empty selector ({}) matches all namespaces."),
     namespaces: {
       description: "namespaces specifies a static list of namespace names that the term applies to. The term is applied to the union of the namespaces listed in this field and the ones selected by namespaceSelector. null or empty namespaces list and null namespaceSelector means \"this pod's namespace\".",
       type: "array",
@@ -148,11 +148,11 @@ export const PodAffinityTerm = Type.Unsafe<T.PodAffinityTerm>({
 export type PodAffinityTerm = T.PodAffinityTerm;
 
 /** The weights of all of the matched WeightedPodAffinityTerm fields are added per-node to find the most preferred node(s) */
-export const WeightedPodAffinityTerm = Type.Unsafe<T.WeightedPodAffinityTerm>({
+export const WeightedPodAffinityTerm = /* @__PURE__ */ Type.Unsafe<T.WeightedPodAffinityTerm>({
   description: "The weights of all of the matched WeightedPodAffinityTerm fields are added per-node to find the most preferred node(s)",
   type: "object",
   properties: {
-    podAffinityTerm: { ...PodAffinityTerm, description: "Required. A pod affinity term, associated with the corresponding weight." },
+    podAffinityTerm: /* @__PURE__ */ described(PodAffinityTerm, "Required. A pod affinity term, associated with the corresponding weight."),
     weight: {
       description: "weight associated with matching the corresponding podAffinityTerm, in the range 1-100.",
       type: "integer",
@@ -164,7 +164,7 @@ export const WeightedPodAffinityTerm = Type.Unsafe<T.WeightedPodAffinityTerm>({
 export type WeightedPodAffinityTerm = T.WeightedPodAffinityTerm;
 
 /** Pod affinity is a group of inter pod affinity scheduling rules. */
-export const PodAffinity = Type.Unsafe<T.PodAffinity>({
+export const PodAffinity = /* @__PURE__ */ Type.Unsafe<T.PodAffinity>({
   description: "Pod affinity is a group of inter pod affinity scheduling rules.",
   type: "object",
   properties: {
@@ -185,7 +185,7 @@ export const PodAffinity = Type.Unsafe<T.PodAffinity>({
 export type PodAffinity = T.PodAffinity;
 
 /** Pod anti affinity is a group of inter pod anti affinity scheduling rules. */
-export const PodAntiAffinity = Type.Unsafe<T.PodAntiAffinity>({
+export const PodAntiAffinity = /* @__PURE__ */ Type.Unsafe<T.PodAntiAffinity>({
   description: "Pod anti affinity is a group of inter pod anti affinity scheduling rules.",
   type: "object",
   properties: {
@@ -206,19 +206,19 @@ export const PodAntiAffinity = Type.Unsafe<T.PodAntiAffinity>({
 export type PodAntiAffinity = T.PodAntiAffinity;
 
 /** Affinity is a group of affinity scheduling rules. */
-export const Affinity = Type.Unsafe<T.Affinity>({
+export const Affinity = /* @__PURE__ */ Type.Unsafe<T.Affinity>({
   description: "Affinity is a group of affinity scheduling rules.",
   type: "object",
   properties: {
-    nodeAffinity: { ...NodeAffinity, description: "Describes node affinity scheduling rules for the pod." },
-    podAffinity: { ...PodAffinity, description: "Describes pod affinity scheduling rules (e.g. co-locate this pod in the same node, zone, etc. as some other pod(s))." },
-    podAntiAffinity: { ...PodAntiAffinity, description: "Describes pod anti-affinity scheduling rules (e.g. avoid putting this pod in the same node, zone, etc. as some other pod(s))." },
+    nodeAffinity: /* @__PURE__ */ described(NodeAffinity, "Describes node affinity scheduling rules for the pod."),
+    podAffinity: /* @__PURE__ */ described(PodAffinity, "Describes pod affinity scheduling rules (e.g. co-locate this pod in the same node, zone, etc. as some other pod(s))."),
+    podAntiAffinity: /* @__PURE__ */ described(PodAntiAffinity, "Describes pod anti-affinity scheduling rules (e.g. avoid putting this pod in the same node, zone, etc. as some other pod(s))."),
   },
 });
 export type Affinity = T.Affinity;
 
 /** ContainerPort represents a network port in a single container. */
-export const ContainerPort = Type.Unsafe<T.ContainerPort>({
+export const ContainerPort = /* @__PURE__ */ Type.Unsafe<T.ContainerPort>({
   description: "ContainerPort represents a network port in a single container.",
   type: "object",
   properties: {
@@ -252,7 +252,7 @@ export const ContainerPort = Type.Unsafe<T.ContainerPort>({
 export type ContainerPort = T.ContainerPort;
 
 /** ContainerResizePolicy represents resource resize policy for the container. */
-export const ContainerResizePolicy = Type.Unsafe<T.ContainerResizePolicy>({
+export const ContainerResizePolicy = /* @__PURE__ */ Type.Unsafe<T.ContainerResizePolicy>({
   description: "ContainerResizePolicy represents resource resize policy for the container.",
   type: "object",
   properties: {
@@ -270,7 +270,7 @@ export const ContainerResizePolicy = Type.Unsafe<T.ContainerResizePolicy>({
 export type ContainerResizePolicy = T.ContainerResizePolicy;
 
 /** ContainerRestartRuleOnExitCodes describes the condition for handling an exited container based on its exit codes. */
-export const ContainerRestartRuleOnExitCodes = Type.Unsafe<T.ContainerRestartRuleOnExitCodes>({
+export const ContainerRestartRuleOnExitCodes = /* @__PURE__ */ Type.Unsafe<T.ContainerRestartRuleOnExitCodes>({
   description: "ContainerRestartRuleOnExitCodes describes the condition for handling an exited container based on its exit codes.",
   type: "object",
   properties: {
@@ -293,7 +293,7 @@ export const ContainerRestartRuleOnExitCodes = Type.Unsafe<T.ContainerRestartRul
 export type ContainerRestartRuleOnExitCodes = T.ContainerRestartRuleOnExitCodes;
 
 /** ContainerRestartRule describes how a container exit is handled. */
-export const ContainerRestartRule = Type.Unsafe<T.ContainerRestartRule>({
+export const ContainerRestartRule = /* @__PURE__ */ Type.Unsafe<T.ContainerRestartRule>({
   description: "ContainerRestartRule describes how a container exit is handled.",
   type: "object",
   properties: {
@@ -301,7 +301,7 @@ export const ContainerRestartRule = Type.Unsafe<T.ContainerRestartRule>({
       description: "Specifies the action taken on a container exit if the requirements are satisfied. The only possible value is \"Restart\" to restart the container.",
       type: "string",
     },
-    exitCodes: { ...ContainerRestartRuleOnExitCodes, description: "Represents the exit codes to check on container exits." },
+    exitCodes: /* @__PURE__ */ described(ContainerRestartRuleOnExitCodes, "Represents the exit codes to check on container exits."),
   },
   required: ["action"],
 });
@@ -312,7 +312,7 @@ export type ContainerRestartRule = T.ContainerRestartRule;
  *
  * The contents of the target ConfigMap's Data field will represent the key-value pairs as environment variables.
  */
-export const ConfigMapEnvSource = Type.Unsafe<T.ConfigMapEnvSource>({
+export const ConfigMapEnvSource = /* @__PURE__ */ Type.Unsafe<T.ConfigMapEnvSource>({
   description: "ConfigMapEnvSource selects a ConfigMap to populate the environment variables with.\n\nThe contents of the target ConfigMap's Data field will represent the key-value pairs as environment variables.",
   type: "object",
   properties: {
@@ -333,7 +333,7 @@ export type ConfigMapEnvSource = T.ConfigMapEnvSource;
  *
  * The contents of the target Secret's Data field will represent the key-value pairs as environment variables.
  */
-export const SecretEnvSource = Type.Unsafe<T.SecretEnvSource>({
+export const SecretEnvSource = /* @__PURE__ */ Type.Unsafe<T.SecretEnvSource>({
   description: "SecretEnvSource selects a Secret to populate the environment variables with.\n\nThe contents of the target Secret's Data field will represent the key-value pairs as environment variables.",
   type: "object",
   properties: {
@@ -350,22 +350,22 @@ export const SecretEnvSource = Type.Unsafe<T.SecretEnvSource>({
 export type SecretEnvSource = T.SecretEnvSource;
 
 /** EnvFromSource represents the source of a set of ConfigMaps or Secrets */
-export const EnvFromSource = Type.Unsafe<T.EnvFromSource>({
+export const EnvFromSource = /* @__PURE__ */ Type.Unsafe<T.EnvFromSource>({
   description: "EnvFromSource represents the source of a set of ConfigMaps or Secrets",
   type: "object",
   properties: {
-    configMapRef: { ...ConfigMapEnvSource, description: "The ConfigMap to select from" },
+    configMapRef: /* @__PURE__ */ described(ConfigMapEnvSource, "The ConfigMap to select from"),
     prefix: {
       description: "Optional text to prepend to the name of each environment variable. May consist of any printable ASCII characters except '='.",
       type: "string",
     },
-    secretRef: { ...SecretEnvSource, description: "The Secret to select from" },
+    secretRef: /* @__PURE__ */ described(SecretEnvSource, "The Secret to select from"),
   },
 });
 export type EnvFromSource = T.EnvFromSource;
 
 /** Selects a key from a ConfigMap. */
-export const ConfigMapKeySelector = Type.Unsafe<T.ConfigMapKeySelector>({
+export const ConfigMapKeySelector = /* @__PURE__ */ Type.Unsafe<T.ConfigMapKeySelector>({
   description: "Selects a key from a ConfigMap.",
   type: "object",
   properties: {
@@ -388,7 +388,7 @@ export const ConfigMapKeySelector = Type.Unsafe<T.ConfigMapKeySelector>({
 export type ConfigMapKeySelector = T.ConfigMapKeySelector;
 
 /** FileKeySelector selects a key of the env file. */
-export const FileKeySelector = Type.Unsafe<T.FileKeySelector>({
+export const FileKeySelector = /* @__PURE__ */ Type.Unsafe<T.FileKeySelector>({
   description: "FileKeySelector selects a key of the env file.",
   type: "object",
   properties: {
@@ -415,7 +415,7 @@ export const FileKeySelector = Type.Unsafe<T.FileKeySelector>({
 export type FileKeySelector = T.FileKeySelector;
 
 /** ObjectFieldSelector selects an APIVersioned field of an object. */
-export const ObjectFieldSelector = Type.Unsafe<T.ObjectFieldSelector>({
+export const ObjectFieldSelector = /* @__PURE__ */ Type.Unsafe<T.ObjectFieldSelector>({
   description: "ObjectFieldSelector selects an APIVersioned field of an object.",
   type: "object",
   properties: {
@@ -434,7 +434,7 @@ export const ObjectFieldSelector = Type.Unsafe<T.ObjectFieldSelector>({
 export type ObjectFieldSelector = T.ObjectFieldSelector;
 
 /** ResourceFieldSelector represents container resources (cpu, memory) and their output format */
-export const ResourceFieldSelector = Type.Unsafe<T.ResourceFieldSelector>({
+export const ResourceFieldSelector = /* @__PURE__ */ Type.Unsafe<T.ResourceFieldSelector>({
   description: "ResourceFieldSelector represents container resources (cpu, memory) and their output format",
   type: "object",
   properties: {
@@ -442,7 +442,7 @@ export const ResourceFieldSelector = Type.Unsafe<T.ResourceFieldSelector>({
       description: "Container name: required for volumes, optional for env vars",
       type: "string",
     },
-    divisor: quantity({ description: "Specifies the output format of the exposed resources, defaults to \"1\"" }),
+    divisor: /* @__PURE__ */ quantity({ description: "Specifies the output format of the exposed resources, defaults to \"1\"" }),
     resource: {
       description: "Required: resource to select",
       type: "string",
@@ -454,7 +454,7 @@ export const ResourceFieldSelector = Type.Unsafe<T.ResourceFieldSelector>({
 export type ResourceFieldSelector = T.ResourceFieldSelector;
 
 /** SecretKeySelector selects a key of a Secret. */
-export const SecretKeySelector = Type.Unsafe<T.SecretKeySelector>({
+export const SecretKeySelector = /* @__PURE__ */ Type.Unsafe<T.SecretKeySelector>({
   description: "SecretKeySelector selects a key of a Secret.",
   type: "object",
   properties: {
@@ -477,21 +477,21 @@ export const SecretKeySelector = Type.Unsafe<T.SecretKeySelector>({
 export type SecretKeySelector = T.SecretKeySelector;
 
 /** EnvVarSource represents a source for the value of an EnvVar. */
-export const EnvVarSource = Type.Unsafe<T.EnvVarSource>({
+export const EnvVarSource = /* @__PURE__ */ Type.Unsafe<T.EnvVarSource>({
   description: "EnvVarSource represents a source for the value of an EnvVar.",
   type: "object",
   properties: {
-    configMapKeyRef: { ...ConfigMapKeySelector, description: "Selects a key of a ConfigMap." },
-    fieldRef: { ...ObjectFieldSelector, description: "Selects a field of the pod: supports metadata.name, metadata.namespace, `metadata.labels['<KEY>']`, `metadata.annotations['<KEY>']`, spec.nodeName, spec.serviceAccountName, status.hostIP, status.podIP, status.podIPs." },
-    fileKeyRef: { ...FileKeySelector, description: "FileKeyRef selects a key of the env file. Requires the EnvFiles feature gate to be enabled." },
-    resourceFieldRef: { ...ResourceFieldSelector, description: "Selects a resource of the container: only resources limits and requests (limits.cpu, limits.memory, limits.ephemeral-storage, requests.cpu, requests.memory and requests.ephemeral-storage) are currently supported." },
-    secretKeyRef: { ...SecretKeySelector, description: "Selects a key of a secret in the pod's namespace" },
+    configMapKeyRef: /* @__PURE__ */ described(ConfigMapKeySelector, "Selects a key of a ConfigMap."),
+    fieldRef: /* @__PURE__ */ described(ObjectFieldSelector, "Selects a field of the pod: supports metadata.name, metadata.namespace, `metadata.labels['<KEY>']`, `metadata.annotations['<KEY>']`, spec.nodeName, spec.serviceAccountName, status.hostIP, status.podIP, status.podIPs."),
+    fileKeyRef: /* @__PURE__ */ described(FileKeySelector, "FileKeyRef selects a key of the env file. Requires the EnvFiles feature gate to be enabled."),
+    resourceFieldRef: /* @__PURE__ */ described(ResourceFieldSelector, "Selects a resource of the container: only resources limits and requests (limits.cpu, limits.memory, limits.ephemeral-storage, requests.cpu, requests.memory and requests.ephemeral-storage) are currently supported."),
+    secretKeyRef: /* @__PURE__ */ described(SecretKeySelector, "Selects a key of a secret in the pod's namespace"),
   },
 });
 export type EnvVarSource = T.EnvVarSource;
 
 /** EnvVar represents an environment variable present in a Container. */
-export const EnvVar = Type.Unsafe<T.EnvVar>({
+export const EnvVar = /* @__PURE__ */ Type.Unsafe<T.EnvVar>({
   description: "EnvVar represents an environment variable present in a Container.",
   type: "object",
   properties: {
@@ -503,14 +503,14 @@ export const EnvVar = Type.Unsafe<T.EnvVar>({
       description: "Variable references $(VAR_NAME) are expanded using the previously defined environment variables in the container and any service environment variables. If a variable cannot be resolved, the reference in the input string will be unchanged. Double $$ are reduced to a single $, which allows for escaping the $(VAR_NAME) syntax: i.e. \"$$(VAR_NAME)\" will produce the string literal \"$(VAR_NAME)\". Escaped references will never be expanded, regardless of whether the variable exists or not. Defaults to \"\".",
       type: "string",
     },
-    valueFrom: { ...EnvVarSource, description: "Source for the environment variable's value. Cannot be used if value is not empty." },
+    valueFrom: /* @__PURE__ */ described(EnvVarSource, "Source for the environment variable's value. Cannot be used if value is not empty."),
   },
   required: ["name"],
 });
 export type EnvVar = T.EnvVar;
 
 /** ExecAction describes a "run in container" action. */
-export const ExecAction = Type.Unsafe<T.ExecAction>({
+export const ExecAction = /* @__PURE__ */ Type.Unsafe<T.ExecAction>({
   description: "ExecAction describes a \"run in container\" action.",
   type: "object",
   properties: {
@@ -527,7 +527,7 @@ export const ExecAction = Type.Unsafe<T.ExecAction>({
 export type ExecAction = T.ExecAction;
 
 /** HTTPHeader describes a custom header to be used in HTTP probes */
-export const HTTPHeader = Type.Unsafe<T.HTTPHeader>({
+export const HTTPHeader = /* @__PURE__ */ Type.Unsafe<T.HTTPHeader>({
   description: "HTTPHeader describes a custom header to be used in HTTP probes",
   type: "object",
   properties: {
@@ -545,7 +545,7 @@ export const HTTPHeader = Type.Unsafe<T.HTTPHeader>({
 export type HTTPHeader = T.HTTPHeader;
 
 /** HTTPGetAction describes an action based on HTTP Get requests. */
-export const HTTPGetAction = Type.Unsafe<T.HTTPGetAction>({
+export const HTTPGetAction = /* @__PURE__ */ Type.Unsafe<T.HTTPGetAction>({
   description: "HTTPGetAction describes an action based on HTTP Get requests.",
   type: "object",
   properties: {
@@ -563,7 +563,7 @@ export const HTTPGetAction = Type.Unsafe<T.HTTPGetAction>({
       description: "Path to access on the HTTP server.",
       type: "string",
     },
-    port: intOrString({ description: "Name or number of the port to access on the container. Number must be in the range 1 to 65535. Name must be an IANA_SVC_NAME." }),
+    port: /* @__PURE__ */ intOrString({ description: "Name or number of the port to access on the container. Number must be in the range 1 to 65535. Name must be an IANA_SVC_NAME." }),
     scheme: {
       description: "Scheme to use for connecting to the host. Defaults to HTTP.\n\nPossible enum values:\n - `\"HTTP\"` means that the scheme used will be http://\n - `\"HTTPS\"` means that the scheme used will be https://",
       type: "string",
@@ -575,7 +575,7 @@ export const HTTPGetAction = Type.Unsafe<T.HTTPGetAction>({
 export type HTTPGetAction = T.HTTPGetAction;
 
 /** SleepAction describes a "sleep" action. */
-export const SleepAction = Type.Unsafe<T.SleepAction>({
+export const SleepAction = /* @__PURE__ */ Type.Unsafe<T.SleepAction>({
   description: "SleepAction describes a \"sleep\" action.",
   type: "object",
   properties: {
@@ -590,7 +590,7 @@ export const SleepAction = Type.Unsafe<T.SleepAction>({
 export type SleepAction = T.SleepAction;
 
 /** TCPSocketAction describes an action based on opening a socket */
-export const TCPSocketAction = Type.Unsafe<T.TCPSocketAction>({
+export const TCPSocketAction = /* @__PURE__ */ Type.Unsafe<T.TCPSocketAction>({
   description: "TCPSocketAction describes an action based on opening a socket",
   type: "object",
   properties: {
@@ -598,32 +598,32 @@ export const TCPSocketAction = Type.Unsafe<T.TCPSocketAction>({
       description: "Optional: Host name to connect to, defaults to the pod IP.",
       type: "string",
     },
-    port: intOrString({ description: "Number or name of the port to access on the container. Number must be in the range 1 to 65535. Name must be an IANA_SVC_NAME." }),
+    port: /* @__PURE__ */ intOrString({ description: "Number or name of the port to access on the container. Number must be in the range 1 to 65535. Name must be an IANA_SVC_NAME." }),
   },
   required: ["port"],
 });
 export type TCPSocketAction = T.TCPSocketAction;
 
 /** LifecycleHandler defines a specific action that should be taken in a lifecycle hook. One and only one of the fields, except TCPSocket must be specified. */
-export const LifecycleHandler = Type.Unsafe<T.LifecycleHandler>({
+export const LifecycleHandler = /* @__PURE__ */ Type.Unsafe<T.LifecycleHandler>({
   description: "LifecycleHandler defines a specific action that should be taken in a lifecycle hook. One and only one of the fields, except TCPSocket must be specified.",
   type: "object",
   properties: {
-    exec: { ...ExecAction, description: "Exec specifies a command to execute in the container." },
-    httpGet: { ...HTTPGetAction, description: "HTTPGet specifies an HTTP GET request to perform." },
-    sleep: { ...SleepAction, description: "Sleep represents a duration that the container should sleep." },
-    tcpSocket: { ...TCPSocketAction, description: "Deprecated. TCPSocket is NOT supported as a LifecycleHandler and kept for backward compatibility. There is no validation of this field and lifecycle hooks will fail at runtime when it is specified." },
+    exec: /* @__PURE__ */ described(ExecAction, "Exec specifies a command to execute in the container."),
+    httpGet: /* @__PURE__ */ described(HTTPGetAction, "HTTPGet specifies an HTTP GET request to perform."),
+    sleep: /* @__PURE__ */ described(SleepAction, "Sleep represents a duration that the container should sleep."),
+    tcpSocket: /* @__PURE__ */ described(TCPSocketAction, "Deprecated. TCPSocket is NOT supported as a LifecycleHandler and kept for backward compatibility. There is no validation of this field and lifecycle hooks will fail at runtime when it is specified."),
   },
 });
 export type LifecycleHandler = T.LifecycleHandler;
 
 /** Lifecycle describes actions that the management system should take in response to container lifecycle events. For the PostStart and PreStop lifecycle handlers, management of the container blocks until the action is complete, unless the container process fails, in which case the handler is aborted. */
-export const Lifecycle = Type.Unsafe<T.Lifecycle>({
+export const Lifecycle = /* @__PURE__ */ Type.Unsafe<T.Lifecycle>({
   description: "Lifecycle describes actions that the management system should take in response to container lifecycle events. For the PostStart and PreStop lifecycle handlers, management of the container blocks until the action is complete, unless the container process fails, in which case the handler is aborted.",
   type: "object",
   properties: {
-    postStart: { ...LifecycleHandler, description: "PostStart is called immediately after a container is created. If the handler fails, the container is terminated and restarted according to its restart policy. Other management of the container blocks until the hook completes. More info: https://kubernetes.io/docs/concepts/containers/container-lifecycle-hooks/#container-hooks" },
-    preStop: { ...LifecycleHandler, description: "PreStop is called immediately before a container is terminated due to an API request or management event such as liveness/startup probe failure, preemption, resource contention, etc. The handler is not called if the container crashes or exits. The Pod's termination grace period countdown begins before the PreStop hook is executed. Regardless of the outcome of the handler, the container will eventually terminate within the Pod's termination grace period (unless delayed by finalizers). Other management of the container blocks until the hook completes or until the termination grace period is reached. More info: https://kubernetes.io/docs/concepts/containers/container-lifecycle-hooks/#container-hooks" },
+    postStart: /* @__PURE__ */ described(LifecycleHandler, "PostStart is called immediately after a container is created. If the handler fails, the container is terminated and restarted according to its restart policy. Other management of the container blocks until the hook completes. More info: https://kubernetes.io/docs/concepts/containers/container-lifecycle-hooks/#container-hooks"),
+    preStop: /* @__PURE__ */ described(LifecycleHandler, "PreStop is called immediately before a container is terminated due to an API request or management event such as liveness/startup probe failure, preemption, resource contention, etc. The handler is not called if the container crashes or exits. The Pod's termination grace period countdown begins before the PreStop hook is executed. Regardless of the outcome of the handler, the container will eventually terminate within the Pod's termination grace period (unless delayed by finalizers). Other management of the container blocks until the hook completes or until the termination grace period is reached. More info: https://kubernetes.io/docs/concepts/containers/container-lifecycle-hooks/#container-hooks"),
     stopSignal: {
       description: "StopSignal defines which signal will be sent to a container when it is being stopped. If not specified, the default is defined by the container runtime in use. StopSignal can only be set for Pods with a non-empty .spec.os.name\n\nPossible enum values:\n - `\"SIGABRT\"`\n - `\"SIGALRM\"`\n - `\"SIGBUS\"`\n - `\"SIGCHLD\"`\n - `\"SIGCLD\"`\n - `\"SIGCONT\"`\n - `\"SIGFPE\"`\n - `\"SIGHUP\"`\n - `\"SIGILL\"`\n - `\"SIGINT\"`\n - `\"SIGIO\"`\n - `\"SIGIOT\"`\n - `\"SIGKILL\"`\n - `\"SIGPIPE\"`\n - `\"SIGPOLL\"`\n - `\"SIGPROF\"`\n - `\"SIGPWR\"`\n - `\"SIGQUIT\"`\n - `\"SIGRTMAX\"`\n - `\"SIGRTMAX-1\"`\n - `\"SIGRTMAX-10\"`\n - `\"SIGRTMAX-11\"`\n - `\"SIGRTMAX-12\"`\n - `\"SIGRTMAX-13\"`\n - `\"SIGRTMAX-14\"`\n - `\"SIGRTMAX-2\"`\n - `\"SIGRTMAX-3\"`\n - `\"SIGRTMAX-4\"`\n - `\"SIGRTMAX-5\"`\n - `\"SIGRTMAX-6\"`\n - `\"SIGRTMAX-7\"`\n - `\"SIGRTMAX-8\"`\n - `\"SIGRTMAX-9\"`\n - `\"SIGRTMIN\"`\n - `\"SIGRTMIN+1\"`\n - `\"SIGRTMIN+10\"`\n - `\"SIGRTMIN+11\"`\n - `\"SIGRTMIN+12\"`\n - `\"SIGRTMIN+13\"`\n - `\"SIGRTMIN+14\"`\n - `\"SIGRTMIN+15\"`\n - `\"SIGRTMIN+2\"`\n - `\"SIGRTMIN+3\"`\n - `\"SIGRTMIN+4\"`\n - `\"SIGRTMIN+5\"`\n - `\"SIGRTMIN+6\"`\n - `\"SIGRTMIN+7\"`\n - `\"SIGRTMIN+8\"`\n - `\"SIGRTMIN+9\"`\n - `\"SIGSEGV\"`\n - `\"SIGSTKFLT\"`\n - `\"SIGSTOP\"`\n - `\"SIGSYS\"`\n - `\"SIGTERM\"`\n - `\"SIGTRAP\"`\n - `\"SIGTSTP\"`\n - `\"SIGTTIN\"`\n - `\"SIGTTOU\"`\n - `\"SIGURG\"`\n - `\"SIGUSR1\"`\n - `\"SIGUSR2\"`\n - `\"SIGVTALRM\"`\n - `\"SIGWINCH\"`\n - `\"SIGXCPU\"`\n - `\"SIGXFSZ\"`",
       type: "string",
@@ -634,7 +634,7 @@ export const Lifecycle = Type.Unsafe<T.Lifecycle>({
 export type Lifecycle = T.Lifecycle;
 
 /** GRPCAction specifies an action involving a GRPC service. */
-export const GRPCAction = Type.Unsafe<T.GRPCAction>({
+export const GRPCAction = /* @__PURE__ */ Type.Unsafe<T.GRPCAction>({
   description: "GRPCAction specifies an action involving a GRPC service.",
   type: "object",
   properties: {
@@ -653,18 +653,18 @@ export const GRPCAction = Type.Unsafe<T.GRPCAction>({
 export type GRPCAction = T.GRPCAction;
 
 /** Probe describes a health check to be performed against a container to determine whether it is alive or ready to receive traffic. */
-export const Probe = Type.Unsafe<T.Probe>({
+export const Probe = /* @__PURE__ */ Type.Unsafe<T.Probe>({
   description: "Probe describes a health check to be performed against a container to determine whether it is alive or ready to receive traffic.",
   type: "object",
   properties: {
-    exec: { ...ExecAction, description: "Exec specifies a command to execute in the container." },
+    exec: /* @__PURE__ */ described(ExecAction, "Exec specifies a command to execute in the container."),
     failureThreshold: {
       description: "Minimum consecutive failures for the probe to be considered failed after having succeeded. Defaults to 3. Minimum value is 1.",
       type: "integer",
       format: "int32",
     },
-    grpc: { ...GRPCAction, description: "GRPC specifies a GRPC HealthCheckRequest." },
-    httpGet: { ...HTTPGetAction, description: "HTTPGet specifies an HTTP GET request to perform." },
+    grpc: /* @__PURE__ */ described(GRPCAction, "GRPC specifies a GRPC HealthCheckRequest."),
+    httpGet: /* @__PURE__ */ described(HTTPGetAction, "HTTPGet specifies an HTTP GET request to perform."),
     initialDelaySeconds: {
       description: "Number of seconds after the container has started before liveness probes are initiated. More info: https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle#container-probes",
       type: "integer",
@@ -680,7 +680,7 @@ export const Probe = Type.Unsafe<T.Probe>({
       type: "integer",
       format: "int32",
     },
-    tcpSocket: { ...TCPSocketAction, description: "TCPSocket specifies a connection to a TCP port." },
+    tcpSocket: /* @__PURE__ */ described(TCPSocketAction, "TCPSocket specifies a connection to a TCP port."),
     terminationGracePeriodSeconds: {
       description: "Optional duration in seconds the pod needs to terminate gracefully upon probe failure. The grace period is the duration in seconds after the processes running in the pod are sent a termination signal and the time when the processes are forcibly halted with a kill signal. Set this value longer than the expected cleanup time for your process. If this value is nil, the pod's terminationGracePeriodSeconds will be used. Otherwise, this value overrides the value provided by the pod spec. Value must be non-negative integer. The value zero indicates stop immediately via the kill signal (no opportunity to shut down). This is a beta field and requires enabling ProbeTerminationGracePeriod feature gate. Minimum value is 1. spec.terminationGracePeriodSeconds is used if unset.",
       type: "integer",
@@ -696,7 +696,7 @@ export const Probe = Type.Unsafe<T.Probe>({
 export type Probe = T.Probe;
 
 /** ResourceClaim references one entry in PodSpec.ResourceClaims. */
-export const ResourceClaim = Type.Unsafe<T.ResourceClaim>({
+export const ResourceClaim = /* @__PURE__ */ Type.Unsafe<T.ResourceClaim>({
   description: "ResourceClaim references one entry in PodSpec.ResourceClaims.",
   type: "object",
   properties: {
@@ -714,7 +714,7 @@ export const ResourceClaim = Type.Unsafe<T.ResourceClaim>({
 export type ResourceClaim = T.ResourceClaim;
 
 /** ResourceRequirements describes the compute resource requirements. */
-export const ResourceRequirements = Type.Unsafe<T.ResourceRequirements>({
+export const ResourceRequirements = /* @__PURE__ */ Type.Unsafe<T.ResourceRequirements>({
   description: "ResourceRequirements describes the compute resource requirements.",
   type: "object",
   properties: {
@@ -728,19 +728,19 @@ export const ResourceRequirements = Type.Unsafe<T.ResourceRequirements>({
     limits: {
       description: "Limits describes the maximum amount of compute resources allowed. More info: https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/",
       type: "object",
-      additionalProperties: quantity(),
+      additionalProperties: /* @__PURE__ */ quantity(),
     },
     requests: {
       description: "Requests describes the minimum amount of compute resources required. If Requests is omitted for a container, it defaults to Limits if that is explicitly specified, otherwise to an implementation-defined value. Requests cannot exceed Limits. More info: https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/",
       type: "object",
-      additionalProperties: quantity(),
+      additionalProperties: /* @__PURE__ */ quantity(),
     },
   },
 });
 export type ResourceRequirements = T.ResourceRequirements;
 
 /** AppArmorProfile defines a pod or container's AppArmor settings. */
-export const AppArmorProfile = Type.Unsafe<T.AppArmorProfile>({
+export const AppArmorProfile = /* @__PURE__ */ Type.Unsafe<T.AppArmorProfile>({
   description: "AppArmorProfile defines a pod or container's AppArmor settings.",
   type: "object",
   properties: {
@@ -759,7 +759,7 @@ export const AppArmorProfile = Type.Unsafe<T.AppArmorProfile>({
 export type AppArmorProfile = T.AppArmorProfile;
 
 /** Adds and removes POSIX capabilities from running containers. */
-export const Capabilities = Type.Unsafe<T.Capabilities>({
+export const Capabilities = /* @__PURE__ */ Type.Unsafe<T.Capabilities>({
   description: "Adds and removes POSIX capabilities from running containers.",
   type: "object",
   properties: {
@@ -784,7 +784,7 @@ export const Capabilities = Type.Unsafe<T.Capabilities>({
 export type Capabilities = T.Capabilities;
 
 /** SELinuxOptions are the labels to be applied to the container */
-export const SELinuxOptions = Type.Unsafe<T.SELinuxOptions>({
+export const SELinuxOptions = /* @__PURE__ */ Type.Unsafe<T.SELinuxOptions>({
   description: "SELinuxOptions are the labels to be applied to the container",
   type: "object",
   properties: {
@@ -809,7 +809,7 @@ export const SELinuxOptions = Type.Unsafe<T.SELinuxOptions>({
 export type SELinuxOptions = T.SELinuxOptions;
 
 /** SeccompProfile defines a pod/container's seccomp profile settings. Only one profile source may be set. */
-export const SeccompProfile = Type.Unsafe<T.SeccompProfile>({
+export const SeccompProfile = /* @__PURE__ */ Type.Unsafe<T.SeccompProfile>({
   description: "SeccompProfile defines a pod/container's seccomp profile settings. Only one profile source may be set.",
   type: "object",
   properties: {
@@ -828,7 +828,7 @@ export const SeccompProfile = Type.Unsafe<T.SeccompProfile>({
 export type SeccompProfile = T.SeccompProfile;
 
 /** WindowsSecurityContextOptions contain Windows-specific options and credentials. */
-export const WindowsSecurityContextOptions = Type.Unsafe<T.WindowsSecurityContextOptions>({
+export const WindowsSecurityContextOptions = /* @__PURE__ */ Type.Unsafe<T.WindowsSecurityContextOptions>({
   description: "WindowsSecurityContextOptions contain Windows-specific options and credentials.",
   type: "object",
   properties: {
@@ -853,7 +853,7 @@ export const WindowsSecurityContextOptions = Type.Unsafe<T.WindowsSecurityContex
 export type WindowsSecurityContextOptions = T.WindowsSecurityContextOptions;
 
 /** SecurityContext holds security configuration that will be applied to a container. Some fields are present in both SecurityContext and PodSecurityContext.  When both are set, the values in SecurityContext take precedence. */
-export const SecurityContext = Type.Unsafe<T.SecurityContext>({
+export const SecurityContext = /* @__PURE__ */ Type.Unsafe<T.SecurityContext>({
   description: "SecurityContext holds security configuration that will be applied to a container. Some fields are present in both SecurityContext and PodSecurityContext.  When both are set, the values in SecurityContext take precedence.",
   type: "object",
   properties: {
@@ -861,8 +861,8 @@ export const SecurityContext = Type.Unsafe<T.SecurityContext>({
       description: "AllowPrivilegeEscalation controls whether a process can gain more privileges than its parent process. This bool directly controls if the no_new_privs flag will be set on the container process. AllowPrivilegeEscalation is true always when the container is: 1) run as Privileged 2) has CAP_SYS_ADMIN Note that this field cannot be set when spec.os.name is windows.",
       type: "boolean",
     },
-    appArmorProfile: { ...AppArmorProfile, description: "appArmorProfile is the AppArmor options to use by this container. If set, this profile overrides the pod's appArmorProfile. Note that this field cannot be set when spec.os.name is windows." },
-    capabilities: { ...Capabilities, description: "The capabilities to add/drop when running containers. Defaults to the default set of capabilities granted by the container runtime. Note that this field cannot be set when spec.os.name is windows." },
+    appArmorProfile: /* @__PURE__ */ described(AppArmorProfile, "appArmorProfile is the AppArmor options to use by this container. If set, this profile overrides the pod's appArmorProfile. Note that this field cannot be set when spec.os.name is windows."),
+    capabilities: /* @__PURE__ */ described(Capabilities, "The capabilities to add/drop when running containers. Defaults to the default set of capabilities granted by the container runtime. Note that this field cannot be set when spec.os.name is windows."),
     privileged: {
       description: "Run container in privileged mode. Processes in privileged containers are essentially equivalent to root on the host. Defaults to false. Note that this field cannot be set when spec.os.name is windows.",
       type: "boolean",
@@ -890,15 +890,15 @@ export const SecurityContext = Type.Unsafe<T.SecurityContext>({
       type: "integer",
       format: "int64",
     },
-    seLinuxOptions: { ...SELinuxOptions, description: "The SELinux context to be applied to the container. If unspecified, the container runtime will allocate a random SELinux context for each container.  May also be set in PodSecurityContext.  If set in both SecurityContext and PodSecurityContext, the value specified in SecurityContext takes precedence. Note that this field cannot be set when spec.os.name is windows." },
-    seccompProfile: { ...SeccompProfile, description: "The seccomp options to use by this container. If seccomp options are provided at both the pod & container level, the container options override the pod options. Note that this field cannot be set when spec.os.name is windows." },
-    windowsOptions: { ...WindowsSecurityContextOptions, description: "The Windows specific settings applied to all containers. If unspecified, the options from the PodSecurityContext will be used. If set in both SecurityContext and PodSecurityContext, the value specified in SecurityContext takes precedence. Note that this field cannot be set when spec.os.name is linux." },
+    seLinuxOptions: /* @__PURE__ */ described(SELinuxOptions, "The SELinux context to be applied to the container. If unspecified, the container runtime will allocate a random SELinux context for each container.  May also be set in PodSecurityContext.  If set in both SecurityContext and PodSecurityContext, the value specified in SecurityContext takes precedence. Note that this field cannot be set when spec.os.name is windows."),
+    seccompProfile: /* @__PURE__ */ described(SeccompProfile, "The seccomp options to use by this container. If seccomp options are provided at both the pod & container level, the container options override the pod options. Note that this field cannot be set when spec.os.name is windows."),
+    windowsOptions: /* @__PURE__ */ described(WindowsSecurityContextOptions, "The Windows specific settings applied to all containers. If unspecified, the options from the PodSecurityContext will be used. If set in both SecurityContext and PodSecurityContext, the value specified in SecurityContext takes precedence. Note that this field cannot be set when spec.os.name is linux."),
   },
 });
 export type SecurityContext = T.SecurityContext;
 
 /** volumeDevice describes a mapping of a raw block device within a container. */
-export const VolumeDevice = Type.Unsafe<T.VolumeDevice>({
+export const VolumeDevice = /* @__PURE__ */ Type.Unsafe<T.VolumeDevice>({
   description: "volumeDevice describes a mapping of a raw block device within a container.",
   type: "object",
   properties: {
@@ -916,7 +916,7 @@ export const VolumeDevice = Type.Unsafe<T.VolumeDevice>({
 export type VolumeDevice = T.VolumeDevice;
 
 /** VolumeMount describes a mounting of a Volume within a container. */
-export const VolumeMount = Type.Unsafe<T.VolumeMount>({
+export const VolumeMount = /* @__PURE__ */ Type.Unsafe<T.VolumeMount>({
   description: "VolumeMount describes a mounting of a Volume within a container.",
   type: "object",
   properties: {
@@ -955,7 +955,7 @@ export const VolumeMount = Type.Unsafe<T.VolumeMount>({
 export type VolumeMount = T.VolumeMount;
 
 /** A single application container that you want to run within a pod. */
-export const Container = Type.Unsafe<T.Container>({
+export const Container = /* @__PURE__ */ Type.Unsafe<T.Container>({
   description: "A single application container that you want to run within a pod.",
   type: "object",
   properties: {
@@ -997,8 +997,8 @@ export const Container = Type.Unsafe<T.Container>({
       type: "string",
       enum: ["Always","IfNotPresent","Never"],
     },
-    lifecycle: { ...Lifecycle, description: "Actions that the management system should take in response to container lifecycle events. Cannot be updated." },
-    livenessProbe: { ...Probe, description: "Periodic probe of container liveness. Container will be restarted if the probe fails. Cannot be updated. More info: https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle#container-probes" },
+    lifecycle: /* @__PURE__ */ described(Lifecycle, "Actions that the management system should take in response to container lifecycle events. Cannot be updated."),
+    livenessProbe: /* @__PURE__ */ described(Probe, "Periodic probe of container liveness. Container will be restarted if the probe fails. Cannot be updated. More info: https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle#container-probes"),
     name: {
       description: "Name of the container specified as a DNS_LABEL. Each container in a pod must have a unique name (DNS_LABEL). Cannot be updated.",
       type: "string",
@@ -1010,14 +1010,14 @@ export const Container = Type.Unsafe<T.Container>({
       "x-kubernetes-list-type": "map",
       "x-kubernetes-list-map-keys": ["containerPort","protocol"],
     },
-    readinessProbe: { ...Probe, description: "Periodic probe of container service readiness. Container will be removed from service endpoints if the probe fails. Cannot be updated. More info: https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle#container-probes" },
+    readinessProbe: /* @__PURE__ */ described(Probe, "Periodic probe of container service readiness. Container will be removed from service endpoints if the probe fails. Cannot be updated. More info: https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle#container-probes"),
     resizePolicy: {
       description: "Resources resize policy for the container. This field cannot be set on ephemeral containers.",
       type: "array",
       items: ContainerResizePolicy,
       "x-kubernetes-list-type": "atomic",
     },
-    resources: { ...ResourceRequirements, description: "Compute Resources required by this container. Cannot be updated. More info: https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/" },
+    resources: /* @__PURE__ */ described(ResourceRequirements, "Compute Resources required by this container. Cannot be updated. More info: https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/"),
     restartPolicy: {
       description: "RestartPolicy defines the restart behavior of individual containers in a pod. This overrides the pod-level restart policy. When this field is not specified, the restart behavior is defined by the Pod's restart policy and the container type. Additionally, setting the RestartPolicy as \"Always\" for the init container will have the following effect: this init container will be continually restarted on exit until all regular containers have terminated. Once all regular containers have completed, all init containers with restartPolicy \"Always\" will be shut down. This lifecycle differs from normal init containers and is often referred to as a \"sidecar\" container. Although this init container still starts in the init container sequence, it does not wait for the container to complete before proceeding to the next init container. Instead, the next init container starts immediately after this init container is started, or after any startupProbe has successfully completed.",
       type: "string",
@@ -1028,8 +1028,8 @@ export const Container = Type.Unsafe<T.Container>({
       items: ContainerRestartRule,
       "x-kubernetes-list-type": "atomic",
     },
-    securityContext: { ...SecurityContext, description: "SecurityContext defines the security options the container should be run with. If set, the fields of SecurityContext override the equivalent fields of PodSecurityContext. More info: https://kubernetes.io/docs/tasks/configure-pod-container/security-context/" },
-    startupProbe: { ...Probe, description: "StartupProbe indicates that the Pod has successfully initialized. If specified, no other probes are executed until this completes successfully. If this probe fails, the Pod will be restarted, just as if the livenessProbe failed. This can be used to provide different probe parameters at the beginning of a Pod's lifecycle, when it might take a long time to load data or warm a cache, than during steady-state operation. This cannot be updated. More info: https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle#container-probes" },
+    securityContext: /* @__PURE__ */ described(SecurityContext, "SecurityContext defines the security options the container should be run with. If set, the fields of SecurityContext override the equivalent fields of PodSecurityContext. More info: https://kubernetes.io/docs/tasks/configure-pod-container/security-context/"),
+    startupProbe: /* @__PURE__ */ described(Probe, "StartupProbe indicates that the Pod has successfully initialized. If specified, no other probes are executed until this completes successfully. If this probe fails, the Pod will be restarted, just as if the livenessProbe failed. This can be used to provide different probe parameters at the beginning of a Pod's lifecycle, when it might take a long time to load data or warm a cache, than during steady-state operation. This cannot be updated. More info: https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle#container-probes"),
     stdin: {
       description: "Whether this container should allocate a buffer for stdin in the container runtime. If this is not set, reads from stdin in the container will always result in EOF. Default is false.",
       type: "boolean",
@@ -1079,7 +1079,7 @@ export type Container = T.Container;
  *
  * To add an ephemeral container, use the ephemeralcontainers subresource of an existing Pod. Ephemeral containers may not be removed or restarted.
  */
-export const EphemeralContainer = Type.Unsafe<T.EphemeralContainer>({
+export const EphemeralContainer = /* @__PURE__ */ Type.Unsafe<T.EphemeralContainer>({
   description: "An EphemeralContainer is a temporary container that you may add to an existing Pod for user-initiated activities such as debugging. Ephemeral containers have no resource or scheduling guarantees, and they will not be restarted when they exit or when a Pod is removed or restarted. The kubelet may evict a Pod if an ephemeral container causes the Pod to exceed its resource allocation.\n\nTo add an ephemeral container, use the ephemeralcontainers subresource of an existing Pod. Ephemeral containers may not be removed or restarted.",
   type: "object",
   properties: {
@@ -1121,8 +1121,8 @@ export const EphemeralContainer = Type.Unsafe<T.EphemeralContainer>({
       type: "string",
       enum: ["Always","IfNotPresent","Never"],
     },
-    lifecycle: { ...Lifecycle, description: "Lifecycle is not allowed for ephemeral containers." },
-    livenessProbe: { ...Probe, description: "Probes are not allowed for ephemeral containers." },
+    lifecycle: /* @__PURE__ */ described(Lifecycle, "Lifecycle is not allowed for ephemeral containers."),
+    livenessProbe: /* @__PURE__ */ described(Probe, "Probes are not allowed for ephemeral containers."),
     name: {
       description: "Name of the ephemeral container specified as a DNS_LABEL. This name must be unique among all containers, init containers and ephemeral containers.",
       type: "string",
@@ -1134,14 +1134,14 @@ export const EphemeralContainer = Type.Unsafe<T.EphemeralContainer>({
       "x-kubernetes-list-type": "map",
       "x-kubernetes-list-map-keys": ["containerPort","protocol"],
     },
-    readinessProbe: { ...Probe, description: "Probes are not allowed for ephemeral containers." },
+    readinessProbe: /* @__PURE__ */ described(Probe, "Probes are not allowed for ephemeral containers."),
     resizePolicy: {
       description: "Resources resize policy for the container.",
       type: "array",
       items: ContainerResizePolicy,
       "x-kubernetes-list-type": "atomic",
     },
-    resources: { ...ResourceRequirements, description: "Resources are not allowed for ephemeral containers. Ephemeral containers use spare resources already allocated to the pod." },
+    resources: /* @__PURE__ */ described(ResourceRequirements, "Resources are not allowed for ephemeral containers. Ephemeral containers use spare resources already allocated to the pod."),
     restartPolicy: {
       description: "Restart policy for the container to manage the restart behavior of each container within a pod. You cannot set this field on ephemeral containers.",
       type: "string",
@@ -1152,8 +1152,8 @@ export const EphemeralContainer = Type.Unsafe<T.EphemeralContainer>({
       items: ContainerRestartRule,
       "x-kubernetes-list-type": "atomic",
     },
-    securityContext: { ...SecurityContext, description: "Optional: SecurityContext defines the security options the ephemeral container should be run with. If set, the fields of SecurityContext override the equivalent fields of PodSecurityContext." },
-    startupProbe: { ...Probe, description: "Probes are not allowed for ephemeral containers." },
+    securityContext: /* @__PURE__ */ described(SecurityContext, "Optional: SecurityContext defines the security options the ephemeral container should be run with. If set, the fields of SecurityContext override the equivalent fields of PodSecurityContext."),
+    startupProbe: /* @__PURE__ */ described(Probe, "Probes are not allowed for ephemeral containers."),
     stdin: {
       description: "Whether this container should allocate a buffer for stdin in the container runtime. If this is not set, reads from stdin in the container will always result in EOF. Default is false.",
       type: "boolean",
@@ -1203,7 +1203,7 @@ export const EphemeralContainer = Type.Unsafe<T.EphemeralContainer>({
 export type EphemeralContainer = T.EphemeralContainer;
 
 /** HostAlias holds the mapping between IP and hostnames that will be injected as an entry in the pod's hosts file. */
-export const HostAlias = Type.Unsafe<T.HostAlias>({
+export const HostAlias = /* @__PURE__ */ Type.Unsafe<T.HostAlias>({
   description: "HostAlias holds the mapping between IP and hostnames that will be injected as an entry in the pod's hosts file.",
   type: "object",
   properties: {
@@ -1225,7 +1225,7 @@ export const HostAlias = Type.Unsafe<T.HostAlias>({
 export type HostAlias = T.HostAlias;
 
 /** LocalObjectReference contains enough information to let you locate the referenced object inside the same namespace. */
-export const LocalObjectReference = Type.Unsafe<T.LocalObjectReference>({
+export const LocalObjectReference = /* @__PURE__ */ Type.Unsafe<T.LocalObjectReference>({
   description: "LocalObjectReference contains enough information to let you locate the referenced object inside the same namespace.",
   type: "object",
   properties: {
@@ -1240,7 +1240,7 @@ export const LocalObjectReference = Type.Unsafe<T.LocalObjectReference>({
 export type LocalObjectReference = T.LocalObjectReference;
 
 /** PodDNSConfigOption defines DNS resolver options of a pod. */
-export const PodDNSConfigOption = Type.Unsafe<T.PodDNSConfigOption>({
+export const PodDNSConfigOption = /* @__PURE__ */ Type.Unsafe<T.PodDNSConfigOption>({
   description: "PodDNSConfigOption defines DNS resolver options of a pod.",
   type: "object",
   properties: {
@@ -1257,7 +1257,7 @@ export const PodDNSConfigOption = Type.Unsafe<T.PodDNSConfigOption>({
 export type PodDNSConfigOption = T.PodDNSConfigOption;
 
 /** PodDNSConfig defines the DNS parameters of a pod in addition to those generated from DNSPolicy. */
-export const PodDNSConfig = Type.Unsafe<T.PodDNSConfig>({
+export const PodDNSConfig = /* @__PURE__ */ Type.Unsafe<T.PodDNSConfig>({
   description: "PodDNSConfig defines the DNS parameters of a pod in addition to those generated from DNSPolicy.",
   type: "object",
   properties: {
@@ -1288,7 +1288,7 @@ export const PodDNSConfig = Type.Unsafe<T.PodDNSConfig>({
 export type PodDNSConfig = T.PodDNSConfig;
 
 /** PodOS defines the OS parameters of a pod. */
-export const PodOS = Type.Unsafe<T.PodOS>({
+export const PodOS = /* @__PURE__ */ Type.Unsafe<T.PodOS>({
   description: "PodOS defines the OS parameters of a pod.",
   type: "object",
   properties: {
@@ -1302,7 +1302,7 @@ export const PodOS = Type.Unsafe<T.PodOS>({
 export type PodOS = T.PodOS;
 
 /** PodReadinessGate contains the reference to a pod condition */
-export const PodReadinessGate = Type.Unsafe<T.PodReadinessGate>({
+export const PodReadinessGate = /* @__PURE__ */ Type.Unsafe<T.PodReadinessGate>({
   description: "PodReadinessGate contains the reference to a pod condition",
   type: "object",
   properties: {
@@ -1322,7 +1322,7 @@ export type PodReadinessGate = T.PodReadinessGate;
  *
  * When the DRAWorkloadResourceClaims feature gate is enabled and this Pod belongs to a PodGroup, a PodResourceClaim is matched to a PodGroupResourceClaim if all of their fields are equal (Name, ResourceClaimName, and ResourceClaimTemplateName). A matched claim references a single ResourceClaim shared across all Pods in the PodGroup, reserved for the PodGroup in ResourceClaimStatus.ReservedFor rather than for individual Pods.
  */
-export const PodResourceClaim = Type.Unsafe<T.PodResourceClaim>({
+export const PodResourceClaim = /* @__PURE__ */ Type.Unsafe<T.PodResourceClaim>({
   description: "PodResourceClaim references exactly one ResourceClaim, either directly or by naming a ResourceClaimTemplate which is then turned into a ResourceClaim for the pod.\n\nIt adds a name to it that uniquely identifies the ResourceClaim inside the Pod. Containers that need access to the ResourceClaim reference it with this name.\n\nWhen the DRAWorkloadResourceClaims feature gate is enabled and this Pod belongs to a PodGroup, a PodResourceClaim is matched to a PodGroupResourceClaim if all of their fields are equal (Name, ResourceClaimName, and ResourceClaimTemplateName). A matched claim references a single ResourceClaim shared across all Pods in the PodGroup, reserved for the PodGroup in ResourceClaimStatus.ReservedFor rather than for individual Pods.",
   type: "object",
   properties: {
@@ -1344,7 +1344,7 @@ export const PodResourceClaim = Type.Unsafe<T.PodResourceClaim>({
 export type PodResourceClaim = T.PodResourceClaim;
 
 /** PodSchedulingGate is associated to a Pod to guard its scheduling. */
-export const PodSchedulingGate = Type.Unsafe<T.PodSchedulingGate>({
+export const PodSchedulingGate = /* @__PURE__ */ Type.Unsafe<T.PodSchedulingGate>({
   description: "PodSchedulingGate is associated to a Pod to guard its scheduling.",
   type: "object",
   properties: {
@@ -1358,7 +1358,7 @@ export const PodSchedulingGate = Type.Unsafe<T.PodSchedulingGate>({
 export type PodSchedulingGate = T.PodSchedulingGate;
 
 /** PodSchedulingGroup identifies the runtime scheduling group instance that a Pod belongs to. The scheduler uses this information to apply workload-aware scheduling semantics. Exactly one field must be specified. */
-export const PodSchedulingGroup = Type.Unsafe<T.PodSchedulingGroup>({
+export const PodSchedulingGroup = /* @__PURE__ */ Type.Unsafe<T.PodSchedulingGroup>({
   description: "PodSchedulingGroup identifies the runtime scheduling group instance that a Pod belongs to. The scheduler uses this information to apply workload-aware scheduling semantics. Exactly one field must be specified.",
   type: "object",
   properties: {
@@ -1371,7 +1371,7 @@ export const PodSchedulingGroup = Type.Unsafe<T.PodSchedulingGroup>({
 export type PodSchedulingGroup = T.PodSchedulingGroup;
 
 /** Sysctl defines a kernel parameter to be set */
-export const Sysctl = Type.Unsafe<T.Sysctl>({
+export const Sysctl = /* @__PURE__ */ Type.Unsafe<T.Sysctl>({
   description: "Sysctl defines a kernel parameter to be set",
   type: "object",
   properties: {
@@ -1389,11 +1389,11 @@ export const Sysctl = Type.Unsafe<T.Sysctl>({
 export type Sysctl = T.Sysctl;
 
 /** PodSecurityContext holds pod-level security attributes and common container settings. Some fields are also present in container.securityContext.  Field values of container.securityContext take precedence over field values of PodSecurityContext. */
-export const PodSecurityContext = Type.Unsafe<T.PodSecurityContext>({
+export const PodSecurityContext = /* @__PURE__ */ Type.Unsafe<T.PodSecurityContext>({
   description: "PodSecurityContext holds pod-level security attributes and common container settings. Some fields are also present in container.securityContext.  Field values of container.securityContext take precedence over field values of PodSecurityContext.",
   type: "object",
   properties: {
-    appArmorProfile: { ...AppArmorProfile, description: "appArmorProfile is the AppArmor options to use by the containers in this pod. Note that this field cannot be set when spec.os.name is windows." },
+    appArmorProfile: /* @__PURE__ */ described(AppArmorProfile, "appArmorProfile is the AppArmor options to use by the containers in this pod. Note that this field cannot be set when spec.os.name is windows."),
     fsGroup: {
       description: "A special supplemental group that applies to all containers in a pod. Some volume types allow the Kubelet to change the ownership of that volume to be owned by the pod:\n\n1. The owning GID will be the FSGroup 2. The setgid bit is set (new files created in the volume will be owned by FSGroup) 3. The permission bits are OR'd with rw-rw----\n\nIf unset, the Kubelet will not modify the ownership and permissions of any volume. Note that this field cannot be set when spec.os.name is windows.",
       type: "integer",
@@ -1422,8 +1422,8 @@ export const PodSecurityContext = Type.Unsafe<T.PodSecurityContext>({
       description: "seLinuxChangePolicy defines how the container's SELinux label is applied to all volumes used by the Pod. It has no effect on nodes that do not support SELinux or to volumes does not support SELinux. Valid values are \"MountOption\" and \"Recursive\".\n\n\"Recursive\" means relabeling of all files on all Pod volumes by the container runtime. This may be slow for large volumes, but allows mixing privileged and unprivileged Pods sharing the same volume on the same node.\n\n\"MountOption\" mounts all eligible Pod volumes with `-o context` mount option. This requires all Pods that share the same volume to use the same SELinux label. It is not possible to share the same volume among privileged and unprivileged Pods. Eligible volumes are in-tree FibreChannel and iSCSI volumes, and all CSI volumes whose CSI driver announces SELinux support by setting spec.seLinuxMount: true in their CSIDriver instance. Other volumes are always re-labelled recursively. \"MountOption\" value is allowed only when SELinuxMount feature gate is enabled.\n\nIf not specified and SELinuxMount feature gate is enabled, \"MountOption\" is used. If not specified and SELinuxMount feature gate is disabled, \"MountOption\" is used for ReadWriteOncePod volumes and \"Recursive\" for all other volumes.\n\nThis field affects only Pods that have SELinux label set, either in PodSecurityContext or in SecurityContext of all containers.\n\nAll Pods that use the same volume should use the same seLinuxChangePolicy, otherwise some pods can get stuck in ContainerCreating state. Note that this field cannot be set when spec.os.name is windows.",
       type: "string",
     },
-    seLinuxOptions: { ...SELinuxOptions, description: "The SELinux context to be applied to all containers. If unspecified, the container runtime will allocate a random SELinux context for each container.  May also be set in SecurityContext.  If set in both SecurityContext and PodSecurityContext, the value specified in SecurityContext takes precedence for that container. Note that this field cannot be set when spec.os.name is windows." },
-    seccompProfile: { ...SeccompProfile, description: "The seccomp options to use by the containers in this pod. Note that this field cannot be set when spec.os.name is windows." },
+    seLinuxOptions: /* @__PURE__ */ described(SELinuxOptions, "The SELinux context to be applied to all containers. If unspecified, the container runtime will allocate a random SELinux context for each container.  May also be set in SecurityContext.  If set in both SecurityContext and PodSecurityContext, the value specified in SecurityContext takes precedence for that container. Note that this field cannot be set when spec.os.name is windows."),
+    seccompProfile: /* @__PURE__ */ described(SeccompProfile, "The seccomp options to use by the containers in this pod. Note that this field cannot be set when spec.os.name is windows."),
     supplementalGroups: {
       description: "A list of groups applied to the first process run in each container, in addition to the container's primary GID and fsGroup (if specified).  If the SupplementalGroupsPolicy feature is enabled, the supplementalGroupsPolicy field determines whether these are in addition to or instead of any group memberships defined in the container image. If unspecified, no additional groups are added, though group memberships defined in the container image may still be used, depending on the supplementalGroupsPolicy field. Note that this field cannot be set when spec.os.name is windows.",
       type: "array",
@@ -1444,13 +1444,13 @@ export const PodSecurityContext = Type.Unsafe<T.PodSecurityContext>({
       items: Sysctl,
       "x-kubernetes-list-type": "atomic",
     },
-    windowsOptions: { ...WindowsSecurityContextOptions, description: "The Windows specific settings applied to all containers. If unspecified, the options within a container's SecurityContext will be used. If set in both SecurityContext and PodSecurityContext, the value specified in SecurityContext takes precedence. Note that this field cannot be set when spec.os.name is linux." },
+    windowsOptions: /* @__PURE__ */ described(WindowsSecurityContextOptions, "The Windows specific settings applied to all containers. If unspecified, the options within a container's SecurityContext will be used. If set in both SecurityContext and PodSecurityContext, the value specified in SecurityContext takes precedence. Note that this field cannot be set when spec.os.name is linux."),
   },
 });
 export type PodSecurityContext = T.PodSecurityContext;
 
 /** The pod this Toleration is attached to tolerates any taint that matches the triple <key,value,effect> using the matching operator <operator>. */
-export const Toleration = Type.Unsafe<T.Toleration>({
+export const Toleration = /* @__PURE__ */ Type.Unsafe<T.Toleration>({
   description: "The pod this Toleration is attached to tolerates any taint that matches the triple <key,value,effect> using the matching operator <operator>.",
   type: "object",
   properties: {
@@ -1482,11 +1482,11 @@ export const Toleration = Type.Unsafe<T.Toleration>({
 export type Toleration = T.Toleration;
 
 /** TopologySpreadConstraint specifies how to spread matching pods among the given topology. */
-export const TopologySpreadConstraint = Type.Unsafe<T.TopologySpreadConstraint>({
+export const TopologySpreadConstraint = /* @__PURE__ */ Type.Unsafe<T.TopologySpreadConstraint>({
   description: "TopologySpreadConstraint specifies how to spread matching pods among the given topology.",
   type: "object",
   properties: {
-    labelSelector: { ...metav1.LabelSelector, description: "LabelSelector is used to find matching pods. Pods that match this label selector are counted to determine the number of pods in their corresponding topology domain." },
+    labelSelector: /* @__PURE__ */ described(metav1.LabelSelector, "LabelSelector is used to find matching pods. Pods that match this label selector are counted to determine the number of pods in their corresponding topology domain."),
     matchLabelKeys: {
       description: "MatchLabelKeys is a set of pod label keys to select the pods over which spreading will be calculated. The keys are used to lookup values from the incoming pod labels, those key-value labels are ANDed with labelSelector to select the group of existing pods over which spreading will be calculated for the incoming pod. The same key is forbidden to exist in both MatchLabelKeys and LabelSelector. MatchLabelKeys cannot be set when LabelSelector isn't set. Keys that don't exist in the incoming pod labels will be ignored. A null or empty list means only match against labelSelector.\n\nThis is a beta field and requires the MatchLabelKeysInPodTopologySpread feature gate to be enabled (enabled by default).",
       type: "array",
@@ -1534,7 +1534,7 @@ export type TopologySpreadConstraint = T.TopologySpreadConstraint;
  *
  * An AWS EBS disk must exist before mounting to a container. The disk must also be in the same AWS zone as the kubelet. An AWS EBS disk can only be mounted as read/write once. AWS EBS volumes support ownership management and SELinux relabeling.
  */
-export const AWSElasticBlockStoreVolumeSource = Type.Unsafe<T.AWSElasticBlockStoreVolumeSource>({
+export const AWSElasticBlockStoreVolumeSource = /* @__PURE__ */ Type.Unsafe<T.AWSElasticBlockStoreVolumeSource>({
   description: "Represents a Persistent Disk resource in AWS.\n\nAn AWS EBS disk must exist before mounting to a container. The disk must also be in the same AWS zone as the kubelet. An AWS EBS disk can only be mounted as read/write once. AWS EBS volumes support ownership management and SELinux relabeling.",
   type: "object",
   properties: {
@@ -1561,7 +1561,7 @@ export const AWSElasticBlockStoreVolumeSource = Type.Unsafe<T.AWSElasticBlockSto
 export type AWSElasticBlockStoreVolumeSource = T.AWSElasticBlockStoreVolumeSource;
 
 /** AzureDisk represents an Azure Data Disk mount on the host and bind mount to the pod. */
-export const AzureDiskVolumeSource = Type.Unsafe<T.AzureDiskVolumeSource>({
+export const AzureDiskVolumeSource = /* @__PURE__ */ Type.Unsafe<T.AzureDiskVolumeSource>({
   description: "AzureDisk represents an Azure Data Disk mount on the host and bind mount to the pod.",
   type: "object",
   properties: {
@@ -1600,7 +1600,7 @@ export const AzureDiskVolumeSource = Type.Unsafe<T.AzureDiskVolumeSource>({
 export type AzureDiskVolumeSource = T.AzureDiskVolumeSource;
 
 /** AzureFile represents an Azure File Service mount on the host and bind mount to the pod. */
-export const AzureFileVolumeSource = Type.Unsafe<T.AzureFileVolumeSource>({
+export const AzureFileVolumeSource = /* @__PURE__ */ Type.Unsafe<T.AzureFileVolumeSource>({
   description: "AzureFile represents an Azure File Service mount on the host and bind mount to the pod.",
   type: "object",
   properties: {
@@ -1622,7 +1622,7 @@ export const AzureFileVolumeSource = Type.Unsafe<T.AzureFileVolumeSource>({
 export type AzureFileVolumeSource = T.AzureFileVolumeSource;
 
 /** Represents a source location of a volume to mount, managed by an external CSI driver */
-export const CSIVolumeSource = Type.Unsafe<T.CSIVolumeSource>({
+export const CSIVolumeSource = /* @__PURE__ */ Type.Unsafe<T.CSIVolumeSource>({
   description: "Represents a source location of a volume to mount, managed by an external CSI driver",
   type: "object",
   properties: {
@@ -1634,7 +1634,7 @@ export const CSIVolumeSource = Type.Unsafe<T.CSIVolumeSource>({
       description: "fsType to mount. Ex. \"ext4\", \"xfs\", \"ntfs\". If not provided, the empty value is passed to the associated CSI driver which will determine the default filesystem to apply.",
       type: "string",
     },
-    nodePublishSecretRef: { ...LocalObjectReference, description: "nodePublishSecretRef is a reference to the secret object containing sensitive information to pass to the CSI driver to complete the CSI NodePublishVolume and NodeUnpublishVolume calls. This field is optional, and  may be empty if no secret is required. If the secret object contains more than one secret, all secret references are passed." },
+    nodePublishSecretRef: /* @__PURE__ */ described(LocalObjectReference, "nodePublishSecretRef is a reference to the secret object containing sensitive information to pass to the CSI driver to complete the CSI NodePublishVolume and NodeUnpublishVolume calls. This field is optional, and  may be empty if no secret is required. If the secret object contains more than one secret, all secret references are passed."),
     readOnly: {
       description: "readOnly specifies a read-only configuration for the volume. Defaults to false (read/write).",
       type: "boolean",
@@ -1652,7 +1652,7 @@ export const CSIVolumeSource = Type.Unsafe<T.CSIVolumeSource>({
 export type CSIVolumeSource = T.CSIVolumeSource;
 
 /** Represents a Ceph Filesystem mount that lasts the lifetime of a pod Cephfs volumes do not support ownership management or SELinux relabeling. */
-export const CephFSVolumeSource = Type.Unsafe<T.CephFSVolumeSource>({
+export const CephFSVolumeSource = /* @__PURE__ */ Type.Unsafe<T.CephFSVolumeSource>({
   description: "Represents a Ceph Filesystem mount that lasts the lifetime of a pod Cephfs volumes do not support ownership management or SELinux relabeling.",
   type: "object",
   properties: {
@@ -1676,7 +1676,7 @@ export const CephFSVolumeSource = Type.Unsafe<T.CephFSVolumeSource>({
       description: "secretFile is Optional: SecretFile is the path to key ring for User, default is /etc/ceph/user.secret More info: https://examples.k8s.io/volumes/cephfs/README.md#how-to-use-it",
       type: "string",
     },
-    secretRef: { ...LocalObjectReference, description: "secretRef is Optional: SecretRef is reference to the authentication secret for User, default is empty. More info: https://examples.k8s.io/volumes/cephfs/README.md#how-to-use-it" },
+    secretRef: /* @__PURE__ */ described(LocalObjectReference, "secretRef is Optional: SecretRef is reference to the authentication secret for User, default is empty. More info: https://examples.k8s.io/volumes/cephfs/README.md#how-to-use-it"),
     user: {
       description: "user is optional: User is the rados user name, default is admin More info: https://examples.k8s.io/volumes/cephfs/README.md#how-to-use-it",
       type: "string",
@@ -1687,7 +1687,7 @@ export const CephFSVolumeSource = Type.Unsafe<T.CephFSVolumeSource>({
 export type CephFSVolumeSource = T.CephFSVolumeSource;
 
 /** Represents a cinder volume resource in Openstack. A Cinder volume must exist before mounting to a container. The volume must also be in the same region as the kubelet. Cinder volumes support ownership management and SELinux relabeling. */
-export const CinderVolumeSource = Type.Unsafe<T.CinderVolumeSource>({
+export const CinderVolumeSource = /* @__PURE__ */ Type.Unsafe<T.CinderVolumeSource>({
   description: "Represents a cinder volume resource in Openstack. A Cinder volume must exist before mounting to a container. The volume must also be in the same region as the kubelet. Cinder volumes support ownership management and SELinux relabeling.",
   type: "object",
   properties: {
@@ -1699,7 +1699,7 @@ export const CinderVolumeSource = Type.Unsafe<T.CinderVolumeSource>({
       description: "readOnly defaults to false (read/write). ReadOnly here will force the ReadOnly setting in VolumeMounts. More info: https://examples.k8s.io/mysql-cinder-pd/README.md",
       type: "boolean",
     },
-    secretRef: { ...LocalObjectReference, description: "secretRef is optional: points to a secret object containing parameters used to connect to OpenStack." },
+    secretRef: /* @__PURE__ */ described(LocalObjectReference, "secretRef is optional: points to a secret object containing parameters used to connect to OpenStack."),
     volumeID: {
       description: "volumeID used to identify the volume in cinder. More info: https://examples.k8s.io/mysql-cinder-pd/README.md",
       type: "string",
@@ -1710,7 +1710,7 @@ export const CinderVolumeSource = Type.Unsafe<T.CinderVolumeSource>({
 export type CinderVolumeSource = T.CinderVolumeSource;
 
 /** Maps a string key to a path within a volume. */
-export const KeyToPath = Type.Unsafe<T.KeyToPath>({
+export const KeyToPath = /* @__PURE__ */ Type.Unsafe<T.KeyToPath>({
   description: "Maps a string key to a path within a volume.",
   type: "object",
   properties: {
@@ -1737,7 +1737,7 @@ export type KeyToPath = T.KeyToPath;
  *
  * The contents of the target ConfigMap's Data field will be presented in a volume as files using the keys in the Data field as the file names, unless the items element is populated with specific mappings of keys to paths. ConfigMap volumes support ownership management and SELinux relabeling.
  */
-export const ConfigMapVolumeSource = Type.Unsafe<T.ConfigMapVolumeSource>({
+export const ConfigMapVolumeSource = /* @__PURE__ */ Type.Unsafe<T.ConfigMapVolumeSource>({
   description: "Adapts a ConfigMap into a volume.\n\nThe contents of the target ConfigMap's Data field will be presented in a volume as files using the keys in the Data field as the file names, unless the items element is populated with specific mappings of keys to paths. ConfigMap volumes support ownership management and SELinux relabeling.",
   type: "object",
   properties: {
@@ -1765,11 +1765,11 @@ export const ConfigMapVolumeSource = Type.Unsafe<T.ConfigMapVolumeSource>({
 export type ConfigMapVolumeSource = T.ConfigMapVolumeSource;
 
 /** DownwardAPIVolumeFile represents information to create the file containing the pod field */
-export const DownwardAPIVolumeFile = Type.Unsafe<T.DownwardAPIVolumeFile>({
+export const DownwardAPIVolumeFile = /* @__PURE__ */ Type.Unsafe<T.DownwardAPIVolumeFile>({
   description: "DownwardAPIVolumeFile represents information to create the file containing the pod field",
   type: "object",
   properties: {
-    fieldRef: { ...ObjectFieldSelector, description: "Required: Selects a field of the pod: only annotations, labels, name, namespace and uid are supported." },
+    fieldRef: /* @__PURE__ */ described(ObjectFieldSelector, "Required: Selects a field of the pod: only annotations, labels, name, namespace and uid are supported."),
     mode: {
       description: "Optional: mode bits used to set permissions on this file, must be an octal value between 0000 and 0777 or a decimal value between 0 and 511. YAML accepts both octal and decimal values, JSON requires decimal values for mode bits. If not specified, the volume defaultMode will be used. This might be in conflict with other options that affect the file mode, like fsGroup, and the result can be other mode bits set.",
       type: "integer",
@@ -1779,14 +1779,14 @@ export const DownwardAPIVolumeFile = Type.Unsafe<T.DownwardAPIVolumeFile>({
       description: "Required: Path is  the relative path name of the file to be created. Must not be absolute or contain the '..' path. Must be utf-8 encoded. The first item of the relative path must not start with '..'",
       type: "string",
     },
-    resourceFieldRef: { ...ResourceFieldSelector, description: "Selects a resource of the container: only resources limits and requests (limits.cpu, limits.memory, requests.cpu and requests.memory) are currently supported." },
+    resourceFieldRef: /* @__PURE__ */ described(ResourceFieldSelector, "Selects a resource of the container: only resources limits and requests (limits.cpu, limits.memory, requests.cpu and requests.memory) are currently supported."),
   },
   required: ["path"],
 });
 export type DownwardAPIVolumeFile = T.DownwardAPIVolumeFile;
 
 /** DownwardAPIVolumeSource represents a volume containing downward API info. Downward API volumes support ownership management and SELinux relabeling. */
-export const DownwardAPIVolumeSource = Type.Unsafe<T.DownwardAPIVolumeSource>({
+export const DownwardAPIVolumeSource = /* @__PURE__ */ Type.Unsafe<T.DownwardAPIVolumeSource>({
   description: "DownwardAPIVolumeSource represents a volume containing downward API info. Downward API volumes support ownership management and SELinux relabeling.",
   type: "object",
   properties: {
@@ -1806,7 +1806,7 @@ export const DownwardAPIVolumeSource = Type.Unsafe<T.DownwardAPIVolumeSource>({
 export type DownwardAPIVolumeSource = T.DownwardAPIVolumeSource;
 
 /** Represents an empty directory for a pod. Empty directory volumes support ownership management and SELinux relabeling. */
-export const EmptyDirVolumeSource = Type.Unsafe<T.EmptyDirVolumeSource>({
+export const EmptyDirVolumeSource = /* @__PURE__ */ Type.Unsafe<T.EmptyDirVolumeSource>({
   description: "Represents an empty directory for a pod. Empty directory volumes support ownership management and SELinux relabeling.",
   type: "object",
   properties: {
@@ -1814,13 +1814,13 @@ export const EmptyDirVolumeSource = Type.Unsafe<T.EmptyDirVolumeSource>({
       description: "medium represents what type of storage medium should back this directory. The default is \"\" which means to use the node's default medium. Must be an empty string (default) or Memory. More info: https://kubernetes.io/docs/concepts/storage/volumes#emptydir",
       type: "string",
     },
-    sizeLimit: quantity({ description: "sizeLimit is the total amount of local storage required for this EmptyDir volume. The size limit is also applicable for memory medium. The maximum usage on memory medium EmptyDir would be the minimum value between the SizeLimit specified here and the sum of memory limits of all containers in a pod. The default is nil which means that the limit is undefined. More info: https://kubernetes.io/docs/concepts/storage/volumes#emptydir" }),
+    sizeLimit: /* @__PURE__ */ quantity({ description: "sizeLimit is the total amount of local storage required for this EmptyDir volume. The size limit is also applicable for memory medium. The maximum usage on memory medium EmptyDir would be the minimum value between the SizeLimit specified here and the sum of memory limits of all containers in a pod. The default is nil which means that the limit is undefined. More info: https://kubernetes.io/docs/concepts/storage/volumes#emptydir" }),
   },
 });
 export type EmptyDirVolumeSource = T.EmptyDirVolumeSource;
 
 /** TypedLocalObjectReference contains enough information to let you locate the typed referenced object inside the same namespace. */
-export const TypedLocalObjectReference = Type.Unsafe<T.TypedLocalObjectReference>({
+export const TypedLocalObjectReference = /* @__PURE__ */ Type.Unsafe<T.TypedLocalObjectReference>({
   description: "TypedLocalObjectReference contains enough information to let you locate the typed referenced object inside the same namespace.",
   type: "object",
   properties: {
@@ -1843,7 +1843,7 @@ export const TypedLocalObjectReference = Type.Unsafe<T.TypedLocalObjectReference
 export type TypedLocalObjectReference = T.TypedLocalObjectReference;
 
 /** TypedObjectReference contains enough information to let you locate the typed referenced object */
-export const TypedObjectReference = Type.Unsafe<T.TypedObjectReference>({
+export const TypedObjectReference = /* @__PURE__ */ Type.Unsafe<T.TypedObjectReference>({
   description: "TypedObjectReference contains enough information to let you locate the typed referenced object",
   type: "object",
   properties: {
@@ -1869,26 +1869,26 @@ export const TypedObjectReference = Type.Unsafe<T.TypedObjectReference>({
 export type TypedObjectReference = T.TypedObjectReference;
 
 /** VolumeResourceRequirements describes the storage resource requirements for a volume. */
-export const VolumeResourceRequirements = Type.Unsafe<T.VolumeResourceRequirements>({
+export const VolumeResourceRequirements = /* @__PURE__ */ Type.Unsafe<T.VolumeResourceRequirements>({
   description: "VolumeResourceRequirements describes the storage resource requirements for a volume.",
   type: "object",
   properties: {
     limits: {
       description: "Limits describes the maximum amount of compute resources allowed. More info: https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/",
       type: "object",
-      additionalProperties: quantity(),
+      additionalProperties: /* @__PURE__ */ quantity(),
     },
     requests: {
       description: "Requests describes the minimum amount of compute resources required. If Requests is omitted for a container, it defaults to Limits if that is explicitly specified, otherwise to an implementation-defined value. Requests cannot exceed Limits. More info: https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/",
       type: "object",
-      additionalProperties: quantity(),
+      additionalProperties: /* @__PURE__ */ quantity(),
     },
   },
 });
 export type VolumeResourceRequirements = T.VolumeResourceRequirements;
 
 /** PersistentVolumeClaimSpec describes the common attributes of storage devices and allows a Source for provider-specific attributes */
-export const PersistentVolumeClaimSpec = Type.Unsafe<T.PersistentVolumeClaimSpec>({
+export const PersistentVolumeClaimSpec = /* @__PURE__ */ Type.Unsafe<T.PersistentVolumeClaimSpec>({
   description: "PersistentVolumeClaimSpec describes the common attributes of storage devices and allows a Source for provider-specific attributes",
   type: "object",
   properties: {
@@ -1901,10 +1901,10 @@ export const PersistentVolumeClaimSpec = Type.Unsafe<T.PersistentVolumeClaimSpec
       },
       "x-kubernetes-list-type": "atomic",
     },
-    dataSource: { ...TypedLocalObjectReference, description: "dataSource field can be used to specify either: * An existing VolumeSnapshot object (snapshot.storage.k8s.io/VolumeSnapshot) * An existing PVC (PersistentVolumeClaim) If the provisioner or an external controller can support the specified data source, it will create a new volume based on the contents of the specified data source. When the AnyVolumeDataSource feature gate is enabled, dataSource contents will be copied to dataSourceRef, and dataSourceRef contents will be copied to dataSource when dataSourceRef.namespace is not specified. If the namespace is specified, then dataSourceRef will not be copied to dataSource." },
-    dataSourceRef: { ...TypedObjectReference, description: "dataSourceRef specifies the object from which to populate the volume with data, if a non-empty volume is desired. This may be any object from a non-empty API group (non core object) or a PersistentVolumeClaim object. When this field is specified, volume binding will only succeed if the type of the specified object matches some installed volume populator or dynamic provisioner. This field will replace the functionality of the dataSource field and as such if both fields are non-empty, they must have the same value. For backwards compatibility, when namespace isn't specified in dataSourceRef, both fields (dataSource and dataSourceRef) will be set to the same value automatically if one of them is empty and the other is non-empty. When namespace is specified in dataSourceRef, dataSource isn't set to the same value and must be empty. There are three important differences between dataSource and dataSourceRef: * While dataSource only allows two specific types of objects, dataSourceRef\n  allows any non-core object, as well as PersistentVolumeClaim objects.\n* While dataSource ignores disallowed values (dropping them), dataSourceRef\n  preserves all values, and generates an error if a disallowed value is\n  specified.\n* While dataSource only allows local objects, dataSourceRef allows objects\n  in any namespaces.\n(Beta) Using this field requires the AnyVolumeDataSource feature gate to be enabled. (Alpha) Using the namespace field of dataSourceRef requires the CrossNamespaceVolumeDataSource feature gate to be enabled." },
-    resources: { ...VolumeResourceRequirements, description: "resources represents the minimum resources the volume should have. Users are allowed to specify resource requirements that are lower than previous value but must still be higher than capacity recorded in the status field of the claim. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#resources" },
-    selector: { ...metav1.LabelSelector, description: "selector is a label query over volumes to consider for binding." },
+    dataSource: /* @__PURE__ */ described(TypedLocalObjectReference, "dataSource field can be used to specify either: * An existing VolumeSnapshot object (snapshot.storage.k8s.io/VolumeSnapshot) * An existing PVC (PersistentVolumeClaim) If the provisioner or an external controller can support the specified data source, it will create a new volume based on the contents of the specified data source. When the AnyVolumeDataSource feature gate is enabled, dataSource contents will be copied to dataSourceRef, and dataSourceRef contents will be copied to dataSource when dataSourceRef.namespace is not specified. If the namespace is specified, then dataSourceRef will not be copied to dataSource."),
+    dataSourceRef: /* @__PURE__ */ described(TypedObjectReference, "dataSourceRef specifies the object from which to populate the volume with data, if a non-empty volume is desired. This may be any object from a non-empty API group (non core object) or a PersistentVolumeClaim object. When this field is specified, volume binding will only succeed if the type of the specified object matches some installed volume populator or dynamic provisioner. This field will replace the functionality of the dataSource field and as such if both fields are non-empty, they must have the same value. For backwards compatibility, when namespace isn't specified in dataSourceRef, both fields (dataSource and dataSourceRef) will be set to the same value automatically if one of them is empty and the other is non-empty. When namespace is specified in dataSourceRef, dataSource isn't set to the same value and must be empty. There are three important differences between dataSource and dataSourceRef: * While dataSource only allows two specific types of objects, dataSourceRef\n  allows any non-core object, as well as PersistentVolumeClaim objects.\n* While dataSource ignores disallowed values (dropping them), dataSourceRef\n  preserves all values, and generates an error if a disallowed value is\n  specified.\n* While dataSource only allows local objects, dataSourceRef allows objects\n  in any namespaces.\n(Beta) Using this field requires the AnyVolumeDataSource feature gate to be enabled. (Alpha) Using the namespace field of dataSourceRef requires the CrossNamespaceVolumeDataSource feature gate to be enabled."),
+    resources: /* @__PURE__ */ described(VolumeResourceRequirements, "resources represents the minimum resources the volume should have. Users are allowed to specify resource requirements that are lower than previous value but must still be higher than capacity recorded in the status field of the claim. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#resources"),
+    selector: /* @__PURE__ */ described(metav1.LabelSelector, "selector is a label query over volumes to consider for binding."),
     storageClassName: {
       description: "storageClassName is the name of the StorageClass required by the claim. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#class-1",
       type: "string",
@@ -1927,29 +1927,29 @@ export const PersistentVolumeClaimSpec = Type.Unsafe<T.PersistentVolumeClaimSpec
 export type PersistentVolumeClaimSpec = T.PersistentVolumeClaimSpec;
 
 /** PersistentVolumeClaimTemplate is used to produce PersistentVolumeClaim objects as part of an EphemeralVolumeSource. */
-export const PersistentVolumeClaimTemplate = Type.Unsafe<T.PersistentVolumeClaimTemplate>({
+export const PersistentVolumeClaimTemplate = /* @__PURE__ */ Type.Unsafe<T.PersistentVolumeClaimTemplate>({
   description: "PersistentVolumeClaimTemplate is used to produce PersistentVolumeClaim objects as part of an EphemeralVolumeSource.",
   type: "object",
   properties: {
-    metadata: { ...metav1.ObjectMeta, description: "May contain labels and annotations that will be copied into the PVC when creating it. No other fields are allowed and will be rejected during validation." },
-    spec: { ...PersistentVolumeClaimSpec, description: "The specification for the PersistentVolumeClaim. The entire content is copied unchanged into the PVC that gets created from this template. The same fields as in a PersistentVolumeClaim are also valid here." },
+    metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "May contain labels and annotations that will be copied into the PVC when creating it. No other fields are allowed and will be rejected during validation."),
+    spec: /* @__PURE__ */ described(PersistentVolumeClaimSpec, "The specification for the PersistentVolumeClaim. The entire content is copied unchanged into the PVC that gets created from this template. The same fields as in a PersistentVolumeClaim are also valid here."),
   },
   required: ["spec"],
 });
 export type PersistentVolumeClaimTemplate = T.PersistentVolumeClaimTemplate;
 
 /** Represents an ephemeral volume that is handled by a normal storage driver. */
-export const EphemeralVolumeSource = Type.Unsafe<T.EphemeralVolumeSource>({
+export const EphemeralVolumeSource = /* @__PURE__ */ Type.Unsafe<T.EphemeralVolumeSource>({
   description: "Represents an ephemeral volume that is handled by a normal storage driver.",
   type: "object",
   properties: {
-    volumeClaimTemplate: { ...PersistentVolumeClaimTemplate, description: "Will be used to create a stand-alone PVC to provision the volume. The pod in which this EphemeralVolumeSource is embedded will be the owner of the PVC, i.e. the PVC will be deleted together with the pod.  The name of the PVC will be `<pod name>-<volume name>` where `<volume name>` is the name from the `PodSpec.Volumes` array entry. Pod validation will reject the pod if the concatenated name is not valid for a PVC (for example, too long).\n\nAn existing PVC with that name that is not owned by the pod will *not* be used for the pod to avoid using an unrelated volume by mistake. Starting the pod is then blocked until the unrelated PVC is removed. If such a pre-created PVC is meant to be used by the pod, the PVC has to updated with an owner reference to the pod once the pod exists. Normally this should not be necessary, but it may be useful when manually reconstructing a broken cluster.\n\nThis field is read-only and no changes will be made by Kubernetes to the PVC after it has been created.\n\nRequired, must not be nil." },
+    volumeClaimTemplate: /* @__PURE__ */ described(PersistentVolumeClaimTemplate, "Will be used to create a stand-alone PVC to provision the volume. The pod in which this EphemeralVolumeSource is embedded will be the owner of the PVC, i.e. the PVC will be deleted together with the pod.  The name of the PVC will be `<pod name>-<volume name>` where `<volume name>` is the name from the `PodSpec.Volumes` array entry. Pod validation will reject the pod if the concatenated name is not valid for a PVC (for example, too long).\n\nAn existing PVC with that name that is not owned by the pod will *not* be used for the pod to avoid using an unrelated volume by mistake. Starting the pod is then blocked until the unrelated PVC is removed. If such a pre-created PVC is meant to be used by the pod, the PVC has to updated with an owner reference to the pod once the pod exists. Normally this should not be necessary, but it may be useful when manually reconstructing a broken cluster.\n\nThis field is read-only and no changes will be made by Kubernetes to the PVC after it has been created.\n\nRequired, must not be nil."),
   },
 });
 export type EphemeralVolumeSource = T.EphemeralVolumeSource;
 
 /** Represents a Fibre Channel volume. Fibre Channel volumes can only be mounted as read/write once. Fibre Channel volumes support ownership management and SELinux relabeling. */
-export const FCVolumeSource = Type.Unsafe<T.FCVolumeSource>({
+export const FCVolumeSource = /* @__PURE__ */ Type.Unsafe<T.FCVolumeSource>({
   description: "Represents a Fibre Channel volume. Fibre Channel volumes can only be mounted as read/write once. Fibre Channel volumes support ownership management and SELinux relabeling.",
   type: "object",
   properties: {
@@ -1987,7 +1987,7 @@ export const FCVolumeSource = Type.Unsafe<T.FCVolumeSource>({
 export type FCVolumeSource = T.FCVolumeSource;
 
 /** FlexVolume represents a generic volume resource that is provisioned/attached using an exec based plugin. */
-export const FlexVolumeSource = Type.Unsafe<T.FlexVolumeSource>({
+export const FlexVolumeSource = /* @__PURE__ */ Type.Unsafe<T.FlexVolumeSource>({
   description: "FlexVolume represents a generic volume resource that is provisioned/attached using an exec based plugin.",
   type: "object",
   properties: {
@@ -2010,14 +2010,14 @@ export const FlexVolumeSource = Type.Unsafe<T.FlexVolumeSource>({
       description: "readOnly is Optional: defaults to false (read/write). ReadOnly here will force the ReadOnly setting in VolumeMounts.",
       type: "boolean",
     },
-    secretRef: { ...LocalObjectReference, description: "secretRef is Optional: secretRef is reference to the secret object containing sensitive information to pass to the plugin scripts. This may be empty if no secret object is specified. If the secret object contains more than one secret, all secrets are passed to the plugin scripts." },
+    secretRef: /* @__PURE__ */ described(LocalObjectReference, "secretRef is Optional: secretRef is reference to the secret object containing sensitive information to pass to the plugin scripts. This may be empty if no secret object is specified. If the secret object contains more than one secret, all secrets are passed to the plugin scripts."),
   },
   required: ["driver"],
 });
 export type FlexVolumeSource = T.FlexVolumeSource;
 
 /** Represents a Flocker volume mounted by the Flocker agent. One and only one of datasetName and datasetUUID should be set. Flocker volumes do not support ownership management or SELinux relabeling. */
-export const FlockerVolumeSource = Type.Unsafe<T.FlockerVolumeSource>({
+export const FlockerVolumeSource = /* @__PURE__ */ Type.Unsafe<T.FlockerVolumeSource>({
   description: "Represents a Flocker volume mounted by the Flocker agent. One and only one of datasetName and datasetUUID should be set. Flocker volumes do not support ownership management or SELinux relabeling.",
   type: "object",
   properties: {
@@ -2038,7 +2038,7 @@ export type FlockerVolumeSource = T.FlockerVolumeSource;
  *
  * A GCE PD must exist before mounting to a container. The disk must also be in the same GCE project and zone as the kubelet. A GCE PD can only be mounted as read/write once or read-only many times. GCE PDs support ownership management and SELinux relabeling.
  */
-export const GCEPersistentDiskVolumeSource = Type.Unsafe<T.GCEPersistentDiskVolumeSource>({
+export const GCEPersistentDiskVolumeSource = /* @__PURE__ */ Type.Unsafe<T.GCEPersistentDiskVolumeSource>({
   description: "Represents a Persistent Disk resource in Google Compute Engine.\n\nA GCE PD must exist before mounting to a container. The disk must also be in the same GCE project and zone as the kubelet. A GCE PD can only be mounted as read/write once or read-only many times. GCE PDs support ownership management and SELinux relabeling.",
   type: "object",
   properties: {
@@ -2069,7 +2069,7 @@ export type GCEPersistentDiskVolumeSource = T.GCEPersistentDiskVolumeSource;
  *
  * DEPRECATED: GitRepo is deprecated. To provision a container with a git repo, mount an EmptyDir into an InitContainer that clones the repo using git, then mount the EmptyDir into the Pod's container.
  */
-export const GitRepoVolumeSource = Type.Unsafe<T.GitRepoVolumeSource>({
+export const GitRepoVolumeSource = /* @__PURE__ */ Type.Unsafe<T.GitRepoVolumeSource>({
   description: "Represents a volume that is populated with the contents of a git repository. Git repo volumes do not support ownership management. Git repo volumes support SELinux relabeling.\n\nDEPRECATED: GitRepo is deprecated. To provision a container with a git repo, mount an EmptyDir into an InitContainer that clones the repo using git, then mount the EmptyDir into the Pod's container.",
   type: "object",
   properties: {
@@ -2091,7 +2091,7 @@ export const GitRepoVolumeSource = Type.Unsafe<T.GitRepoVolumeSource>({
 export type GitRepoVolumeSource = T.GitRepoVolumeSource;
 
 /** Represents a Glusterfs mount that lasts the lifetime of a pod. Glusterfs volumes do not support ownership management or SELinux relabeling. */
-export const GlusterfsVolumeSource = Type.Unsafe<T.GlusterfsVolumeSource>({
+export const GlusterfsVolumeSource = /* @__PURE__ */ Type.Unsafe<T.GlusterfsVolumeSource>({
   description: "Represents a Glusterfs mount that lasts the lifetime of a pod. Glusterfs volumes do not support ownership management or SELinux relabeling.",
   type: "object",
   properties: {
@@ -2113,7 +2113,7 @@ export const GlusterfsVolumeSource = Type.Unsafe<T.GlusterfsVolumeSource>({
 export type GlusterfsVolumeSource = T.GlusterfsVolumeSource;
 
 /** Represents a host path mapped into a pod. Host path volumes do not support ownership management or SELinux relabeling. */
-export const HostPathVolumeSource = Type.Unsafe<T.HostPathVolumeSource>({
+export const HostPathVolumeSource = /* @__PURE__ */ Type.Unsafe<T.HostPathVolumeSource>({
   description: "Represents a host path mapped into a pod. Host path volumes do not support ownership management or SELinux relabeling.",
   type: "object",
   properties: {
@@ -2132,7 +2132,7 @@ export const HostPathVolumeSource = Type.Unsafe<T.HostPathVolumeSource>({
 export type HostPathVolumeSource = T.HostPathVolumeSource;
 
 /** Represents an ISCSI disk. ISCSI volumes can only be mounted as read/write once. ISCSI volumes support ownership management and SELinux relabeling. */
-export const ISCSIVolumeSource = Type.Unsafe<T.ISCSIVolumeSource>({
+export const ISCSIVolumeSource = /* @__PURE__ */ Type.Unsafe<T.ISCSIVolumeSource>({
   description: "Represents an ISCSI disk. ISCSI volumes can only be mounted as read/write once. ISCSI volumes support ownership management and SELinux relabeling.",
   type: "object",
   properties: {
@@ -2178,7 +2178,7 @@ export const ISCSIVolumeSource = Type.Unsafe<T.ISCSIVolumeSource>({
       description: "readOnly here will force the ReadOnly setting in VolumeMounts. Defaults to false.",
       type: "boolean",
     },
-    secretRef: { ...LocalObjectReference, description: "secretRef is the CHAP Secret for iSCSI target and initiator authentication" },
+    secretRef: /* @__PURE__ */ described(LocalObjectReference, "secretRef is the CHAP Secret for iSCSI target and initiator authentication"),
     targetPortal: {
       description: "targetPortal is iSCSI Target Portal. The Portal is either an IP or ip_addr:port if the port is other than default (typically TCP ports 860 and 3260).",
       type: "string",
@@ -2189,7 +2189,7 @@ export const ISCSIVolumeSource = Type.Unsafe<T.ISCSIVolumeSource>({
 export type ISCSIVolumeSource = T.ISCSIVolumeSource;
 
 /** ImageVolumeSource represents a image volume resource. */
-export const ImageVolumeSource = Type.Unsafe<T.ImageVolumeSource>({
+export const ImageVolumeSource = /* @__PURE__ */ Type.Unsafe<T.ImageVolumeSource>({
   description: "ImageVolumeSource represents a image volume resource.",
   type: "object",
   properties: {
@@ -2207,7 +2207,7 @@ export const ImageVolumeSource = Type.Unsafe<T.ImageVolumeSource>({
 export type ImageVolumeSource = T.ImageVolumeSource;
 
 /** Represents an NFS mount that lasts the lifetime of a pod. NFS volumes do not support ownership management or SELinux relabeling. */
-export const NFSVolumeSource = Type.Unsafe<T.NFSVolumeSource>({
+export const NFSVolumeSource = /* @__PURE__ */ Type.Unsafe<T.NFSVolumeSource>({
   description: "Represents an NFS mount that lasts the lifetime of a pod. NFS volumes do not support ownership management or SELinux relabeling.",
   type: "object",
   properties: {
@@ -2229,7 +2229,7 @@ export const NFSVolumeSource = Type.Unsafe<T.NFSVolumeSource>({
 export type NFSVolumeSource = T.NFSVolumeSource;
 
 /** PersistentVolumeClaimVolumeSource references the user's PVC in the same namespace. This volume finds the bound PV and mounts that volume for the pod. A PersistentVolumeClaimVolumeSource is, essentially, a wrapper around another type of volume that is owned by someone else (the system). */
-export const PersistentVolumeClaimVolumeSource = Type.Unsafe<T.PersistentVolumeClaimVolumeSource>({
+export const PersistentVolumeClaimVolumeSource = /* @__PURE__ */ Type.Unsafe<T.PersistentVolumeClaimVolumeSource>({
   description: "PersistentVolumeClaimVolumeSource references the user's PVC in the same namespace. This volume finds the bound PV and mounts that volume for the pod. A PersistentVolumeClaimVolumeSource is, essentially, a wrapper around another type of volume that is owned by someone else (the system).",
   type: "object",
   properties: {
@@ -2247,7 +2247,7 @@ export const PersistentVolumeClaimVolumeSource = Type.Unsafe<T.PersistentVolumeC
 export type PersistentVolumeClaimVolumeSource = T.PersistentVolumeClaimVolumeSource;
 
 /** Represents a Photon Controller persistent disk resource. */
-export const PhotonPersistentDiskVolumeSource = Type.Unsafe<T.PhotonPersistentDiskVolumeSource>({
+export const PhotonPersistentDiskVolumeSource = /* @__PURE__ */ Type.Unsafe<T.PhotonPersistentDiskVolumeSource>({
   description: "Represents a Photon Controller persistent disk resource.",
   type: "object",
   properties: {
@@ -2265,7 +2265,7 @@ export const PhotonPersistentDiskVolumeSource = Type.Unsafe<T.PhotonPersistentDi
 export type PhotonPersistentDiskVolumeSource = T.PhotonPersistentDiskVolumeSource;
 
 /** PortworxVolumeSource represents a Portworx volume resource. */
-export const PortworxVolumeSource = Type.Unsafe<T.PortworxVolumeSource>({
+export const PortworxVolumeSource = /* @__PURE__ */ Type.Unsafe<T.PortworxVolumeSource>({
   description: "PortworxVolumeSource represents a Portworx volume resource.",
   type: "object",
   properties: {
@@ -2287,11 +2287,11 @@ export const PortworxVolumeSource = Type.Unsafe<T.PortworxVolumeSource>({
 export type PortworxVolumeSource = T.PortworxVolumeSource;
 
 /** ClusterTrustBundleProjection describes how to select a set of ClusterTrustBundle objects and project their contents into the pod filesystem. */
-export const ClusterTrustBundleProjection = Type.Unsafe<T.ClusterTrustBundleProjection>({
+export const ClusterTrustBundleProjection = /* @__PURE__ */ Type.Unsafe<T.ClusterTrustBundleProjection>({
   description: "ClusterTrustBundleProjection describes how to select a set of ClusterTrustBundle objects and project their contents into the pod filesystem.",
   type: "object",
   properties: {
-    labelSelector: { ...metav1.LabelSelector, description: "Select all ClusterTrustBundles that match this label selector.  Only has effect if signerName is set.  Mutually-exclusive with name.  If unset, interpreted as \"match nothing\".  If set but empty, interpreted as \"match everything\"." },
+    labelSelector: /* @__PURE__ */ described(metav1.LabelSelector, "Select all ClusterTrustBundles that match this label selector.  Only has effect if signerName is set.  Mutually-exclusive with name.  If unset, interpreted as \"match nothing\".  If set but empty, interpreted as \"match everything\"."),
     name: {
       description: "Select a single ClusterTrustBundle by object name.  Mutually-exclusive with signerName and labelSelector.",
       type: "string",
@@ -2318,7 +2318,7 @@ export type ClusterTrustBundleProjection = T.ClusterTrustBundleProjection;
  *
  * The contents of the target ConfigMap's Data field will be presented in a projected volume as files using the keys in the Data field as the file names, unless the items element is populated with specific mappings of keys to paths. Note that this is identical to a configmap volume source without the default mode.
  */
-export const ConfigMapProjection = Type.Unsafe<T.ConfigMapProjection>({
+export const ConfigMapProjection = /* @__PURE__ */ Type.Unsafe<T.ConfigMapProjection>({
   description: "Adapts a ConfigMap into a projected volume.\n\nThe contents of the target ConfigMap's Data field will be presented in a projected volume as files using the keys in the Data field as the file names, unless the items element is populated with specific mappings of keys to paths. Note that this is identical to a configmap volume source without the default mode.",
   type: "object",
   properties: {
@@ -2341,7 +2341,7 @@ export const ConfigMapProjection = Type.Unsafe<T.ConfigMapProjection>({
 export type ConfigMapProjection = T.ConfigMapProjection;
 
 /** Represents downward API info for projecting into a projected volume. Note that this is identical to a downwardAPI volume source without the default mode. */
-export const DownwardAPIProjection = Type.Unsafe<T.DownwardAPIProjection>({
+export const DownwardAPIProjection = /* @__PURE__ */ Type.Unsafe<T.DownwardAPIProjection>({
   description: "Represents downward API info for projecting into a projected volume. Note that this is identical to a downwardAPI volume source without the default mode.",
   type: "object",
   properties: {
@@ -2356,7 +2356,7 @@ export const DownwardAPIProjection = Type.Unsafe<T.DownwardAPIProjection>({
 export type DownwardAPIProjection = T.DownwardAPIProjection;
 
 /** PodCertificateProjection provides a private key and X.509 certificate in the pod filesystem. */
-export const PodCertificateProjection = Type.Unsafe<T.PodCertificateProjection>({
+export const PodCertificateProjection = /* @__PURE__ */ Type.Unsafe<T.PodCertificateProjection>({
   description: "PodCertificateProjection provides a private key and X.509 certificate in the pod filesystem.",
   type: "object",
   properties: {
@@ -2402,7 +2402,7 @@ export type PodCertificateProjection = T.PodCertificateProjection;
  *
  * The contents of the target Secret's Data field will be presented in a projected volume as files using the keys in the Data field as the file names. Note that this is identical to a secret volume source without the default mode.
  */
-export const SecretProjection = Type.Unsafe<T.SecretProjection>({
+export const SecretProjection = /* @__PURE__ */ Type.Unsafe<T.SecretProjection>({
   description: "Adapts a secret into a projected volume.\n\nThe contents of the target Secret's Data field will be presented in a projected volume as files using the keys in the Data field as the file names. Note that this is identical to a secret volume source without the default mode.",
   type: "object",
   properties: {
@@ -2425,7 +2425,7 @@ export const SecretProjection = Type.Unsafe<T.SecretProjection>({
 export type SecretProjection = T.SecretProjection;
 
 /** ServiceAccountTokenProjection represents a projected service account token volume. This projection can be used to insert a service account token into the pods runtime filesystem for use against APIs (Kubernetes API Server or otherwise). */
-export const ServiceAccountTokenProjection = Type.Unsafe<T.ServiceAccountTokenProjection>({
+export const ServiceAccountTokenProjection = /* @__PURE__ */ Type.Unsafe<T.ServiceAccountTokenProjection>({
   description: "ServiceAccountTokenProjection represents a projected service account token volume. This projection can be used to insert a service account token into the pods runtime filesystem for use against APIs (Kubernetes API Server or otherwise).",
   type: "object",
   properties: {
@@ -2448,22 +2448,22 @@ export const ServiceAccountTokenProjection = Type.Unsafe<T.ServiceAccountTokenPr
 export type ServiceAccountTokenProjection = T.ServiceAccountTokenProjection;
 
 /** Projection that may be projected along with other supported volume types. Exactly one of these fields must be set. */
-export const VolumeProjection = Type.Unsafe<T.VolumeProjection>({
+export const VolumeProjection = /* @__PURE__ */ Type.Unsafe<T.VolumeProjection>({
   description: "Projection that may be projected along with other supported volume types. Exactly one of these fields must be set.",
   type: "object",
   properties: {
-    clusterTrustBundle: { ...ClusterTrustBundleProjection, description: "ClusterTrustBundle allows a pod to access the `.spec.trustBundle` field of ClusterTrustBundle objects in an auto-updating file.\n\nAlpha, gated by the ClusterTrustBundleProjection feature gate.\n\nClusterTrustBundle objects can either be selected by name, or by the combination of signer name and a label selector.\n\nKubelet performs aggressive normalization of the PEM contents written into the pod filesystem.  Esoteric PEM features such as inter-block comments and block headers are stripped.  Certificates are deduplicated. The ordering of certificates within the file is arbitrary, and Kubelet may change the order over time." },
-    configMap: { ...ConfigMapProjection, description: "configMap information about the configMap data to project" },
-    downwardAPI: { ...DownwardAPIProjection, description: "downwardAPI information about the downwardAPI data to project" },
-    podCertificate: { ...PodCertificateProjection, description: "Projects an auto-rotating credential bundle (private key and certificate chain) that the pod can use either as a TLS client or server.\n\nKubelet generates a private key and uses it to send a PodCertificateRequest to the named signer.  Once the signer approves the request and issues a certificate chain, Kubelet writes the key and certificate chain to the pod filesystem.  The pod does not start until certificates have been issued for each podCertificate projected volume source in its spec.\n\nKubelet will begin trying to rotate the certificate at the time indicated by the signer using the PodCertificateRequest.Status.BeginRefreshAt timestamp.\n\nKubelet can write a single file, indicated by the credentialBundlePath field, or separate files, indicated by the keyPath and certificateChainPath fields.\n\nThe credential bundle is a single file in PEM format.  The first PEM entry is the private key (in PKCS#8 format), and the remaining PEM entries are the certificate chain issued by the signer (typically, signers will return their certificate chain in leaf-to-root order).\n\nPrefer using the credential bundle format, since your application code can read it atomically.  If you use keyPath and certificateChainPath, your application must make two separate file reads. If these coincide with a certificate rotation, it is possible that the private key and leaf certificate you read may not correspond to each other.  Your application will need to check for this condition, and re-read until they are consistent.\n\nThe named signer controls chooses the format of the certificate it issues; consult the signer implementation's documentation to learn how to use the certificates it issues." },
-    secret: { ...SecretProjection, description: "secret information about the secret data to project" },
-    serviceAccountToken: { ...ServiceAccountTokenProjection, description: "serviceAccountToken is information about the serviceAccountToken data to project" },
+    clusterTrustBundle: /* @__PURE__ */ described(ClusterTrustBundleProjection, "ClusterTrustBundle allows a pod to access the `.spec.trustBundle` field of ClusterTrustBundle objects in an auto-updating file.\n\nAlpha, gated by the ClusterTrustBundleProjection feature gate.\n\nClusterTrustBundle objects can either be selected by name, or by the combination of signer name and a label selector.\n\nKubelet performs aggressive normalization of the PEM contents written into the pod filesystem.  Esoteric PEM features such as inter-block comments and block headers are stripped.  Certificates are deduplicated. The ordering of certificates within the file is arbitrary, and Kubelet may change the order over time."),
+    configMap: /* @__PURE__ */ described(ConfigMapProjection, "configMap information about the configMap data to project"),
+    downwardAPI: /* @__PURE__ */ described(DownwardAPIProjection, "downwardAPI information about the downwardAPI data to project"),
+    podCertificate: /* @__PURE__ */ described(PodCertificateProjection, "Projects an auto-rotating credential bundle (private key and certificate chain) that the pod can use either as a TLS client or server.\n\nKubelet generates a private key and uses it to send a PodCertificateRequest to the named signer.  Once the signer approves the request and issues a certificate chain, Kubelet writes the key and certificate chain to the pod filesystem.  The pod does not start until certificates have been issued for each podCertificate projected volume source in its spec.\n\nKubelet will begin trying to rotate the certificate at the time indicated by the signer using the PodCertificateRequest.Status.BeginRefreshAt timestamp.\n\nKubelet can write a single file, indicated by the credentialBundlePath field, or separate files, indicated by the keyPath and certificateChainPath fields.\n\nThe credential bundle is a single file in PEM format.  The first PEM entry is the private key (in PKCS#8 format), and the remaining PEM entries are the certificate chain issued by the signer (typically, signers will return their certificate chain in leaf-to-root order).\n\nPrefer using the credential bundle format, since your application code can read it atomically.  If you use keyPath and certificateChainPath, your application must make two separate file reads. If these coincide with a certificate rotation, it is possible that the private key and leaf certificate you read may not correspond to each other.  Your application will need to check for this condition, and re-read until they are consistent.\n\nThe named signer controls chooses the format of the certificate it issues; consult the signer implementation's documentation to learn how to use the certificates it issues."),
+    secret: /* @__PURE__ */ described(SecretProjection, "secret information about the secret data to project"),
+    serviceAccountToken: /* @__PURE__ */ described(ServiceAccountTokenProjection, "serviceAccountToken is information about the serviceAccountToken data to project"),
   },
 });
 export type VolumeProjection = T.VolumeProjection;
 
 /** Represents a projected volume source */
-export const ProjectedVolumeSource = Type.Unsafe<T.ProjectedVolumeSource>({
+export const ProjectedVolumeSource = /* @__PURE__ */ Type.Unsafe<T.ProjectedVolumeSource>({
   description: "Represents a projected volume source",
   type: "object",
   properties: {
@@ -2483,7 +2483,7 @@ export const ProjectedVolumeSource = Type.Unsafe<T.ProjectedVolumeSource>({
 export type ProjectedVolumeSource = T.ProjectedVolumeSource;
 
 /** Represents a Quobyte mount that lasts the lifetime of a pod. Quobyte volumes do not support ownership management or SELinux relabeling. */
-export const QuobyteVolumeSource = Type.Unsafe<T.QuobyteVolumeSource>({
+export const QuobyteVolumeSource = /* @__PURE__ */ Type.Unsafe<T.QuobyteVolumeSource>({
   description: "Represents a Quobyte mount that lasts the lifetime of a pod. Quobyte volumes do not support ownership management or SELinux relabeling.",
   type: "object",
   properties: {
@@ -2517,7 +2517,7 @@ export const QuobyteVolumeSource = Type.Unsafe<T.QuobyteVolumeSource>({
 export type QuobyteVolumeSource = T.QuobyteVolumeSource;
 
 /** Represents a Rados Block Device mount that lasts the lifetime of a pod. RBD volumes support ownership management and SELinux relabeling. */
-export const RBDVolumeSource = Type.Unsafe<T.RBDVolumeSource>({
+export const RBDVolumeSource = /* @__PURE__ */ Type.Unsafe<T.RBDVolumeSource>({
   description: "Represents a Rados Block Device mount that lasts the lifetime of a pod. RBD volumes support ownership management and SELinux relabeling.",
   type: "object",
   properties: {
@@ -2551,7 +2551,7 @@ export const RBDVolumeSource = Type.Unsafe<T.RBDVolumeSource>({
       description: "readOnly here will force the ReadOnly setting in VolumeMounts. Defaults to false. More info: https://examples.k8s.io/volumes/rbd/README.md#how-to-use-it",
       type: "boolean",
     },
-    secretRef: { ...LocalObjectReference, description: "secretRef is name of the authentication secret for RBDUser. If provided overrides keyring. Default is nil. More info: https://examples.k8s.io/volumes/rbd/README.md#how-to-use-it" },
+    secretRef: /* @__PURE__ */ described(LocalObjectReference, "secretRef is name of the authentication secret for RBDUser. If provided overrides keyring. Default is nil. More info: https://examples.k8s.io/volumes/rbd/README.md#how-to-use-it"),
     user: {
       description: "user is the rados user name. Default is admin. More info: https://examples.k8s.io/volumes/rbd/README.md#how-to-use-it",
       type: "string",
@@ -2563,7 +2563,7 @@ export const RBDVolumeSource = Type.Unsafe<T.RBDVolumeSource>({
 export type RBDVolumeSource = T.RBDVolumeSource;
 
 /** ScaleIOVolumeSource represents a persistent ScaleIO volume */
-export const ScaleIOVolumeSource = Type.Unsafe<T.ScaleIOVolumeSource>({
+export const ScaleIOVolumeSource = /* @__PURE__ */ Type.Unsafe<T.ScaleIOVolumeSource>({
   description: "ScaleIOVolumeSource represents a persistent ScaleIO volume",
   type: "object",
   properties: {
@@ -2584,7 +2584,7 @@ export const ScaleIOVolumeSource = Type.Unsafe<T.ScaleIOVolumeSource>({
       description: "readOnly Defaults to false (read/write). ReadOnly here will force the ReadOnly setting in VolumeMounts.",
       type: "boolean",
     },
-    secretRef: { ...LocalObjectReference, description: "secretRef references to the secret for ScaleIO user and other sensitive information. If this is not provided, Login operation will fail." },
+    secretRef: /* @__PURE__ */ described(LocalObjectReference, "secretRef references to the secret for ScaleIO user and other sensitive information. If this is not provided, Login operation will fail."),
     sslEnabled: {
       description: "sslEnabled Flag enable/disable SSL communication with Gateway, default false",
       type: "boolean",
@@ -2616,7 +2616,7 @@ export type ScaleIOVolumeSource = T.ScaleIOVolumeSource;
  *
  * The contents of the target Secret's Data field will be presented in a volume as files using the keys in the Data field as the file names. Secret volumes support ownership management and SELinux relabeling.
  */
-export const SecretVolumeSource = Type.Unsafe<T.SecretVolumeSource>({
+export const SecretVolumeSource = /* @__PURE__ */ Type.Unsafe<T.SecretVolumeSource>({
   description: "Adapts a Secret into a volume.\n\nThe contents of the target Secret's Data field will be presented in a volume as files using the keys in the Data field as the file names. Secret volumes support ownership management and SELinux relabeling.",
   type: "object",
   properties: {
@@ -2644,7 +2644,7 @@ export const SecretVolumeSource = Type.Unsafe<T.SecretVolumeSource>({
 export type SecretVolumeSource = T.SecretVolumeSource;
 
 /** Represents a StorageOS persistent volume resource. */
-export const StorageOSVolumeSource = Type.Unsafe<T.StorageOSVolumeSource>({
+export const StorageOSVolumeSource = /* @__PURE__ */ Type.Unsafe<T.StorageOSVolumeSource>({
   description: "Represents a StorageOS persistent volume resource.",
   type: "object",
   properties: {
@@ -2656,7 +2656,7 @@ export const StorageOSVolumeSource = Type.Unsafe<T.StorageOSVolumeSource>({
       description: "readOnly defaults to false (read/write). ReadOnly here will force the ReadOnly setting in VolumeMounts.",
       type: "boolean",
     },
-    secretRef: { ...LocalObjectReference, description: "secretRef specifies the secret to use for obtaining the StorageOS API credentials.  If not specified, default values will be attempted." },
+    secretRef: /* @__PURE__ */ described(LocalObjectReference, "secretRef specifies the secret to use for obtaining the StorageOS API credentials.  If not specified, default values will be attempted."),
     volumeName: {
       description: "volumeName is the human-readable name of the StorageOS volume.  Volume names are only unique within a namespace.",
       type: "string",
@@ -2670,7 +2670,7 @@ export const StorageOSVolumeSource = Type.Unsafe<T.StorageOSVolumeSource>({
 export type StorageOSVolumeSource = T.StorageOSVolumeSource;
 
 /** Represents a vSphere volume resource. */
-export const VsphereVirtualDiskVolumeSource = Type.Unsafe<T.VsphereVirtualDiskVolumeSource>({
+export const VsphereVirtualDiskVolumeSource = /* @__PURE__ */ Type.Unsafe<T.VsphereVirtualDiskVolumeSource>({
   description: "Represents a vSphere volume resource.",
   type: "object",
   properties: {
@@ -2696,51 +2696,51 @@ export const VsphereVirtualDiskVolumeSource = Type.Unsafe<T.VsphereVirtualDiskVo
 export type VsphereVirtualDiskVolumeSource = T.VsphereVirtualDiskVolumeSource;
 
 /** Volume represents a named volume in a pod that may be accessed by any container in the pod. */
-export const Volume = Type.Unsafe<T.Volume>({
+export const Volume = /* @__PURE__ */ Type.Unsafe<T.Volume>({
   description: "Volume represents a named volume in a pod that may be accessed by any container in the pod.",
   type: "object",
   properties: {
-    awsElasticBlockStore: { ...AWSElasticBlockStoreVolumeSource, description: "awsElasticBlockStore represents an AWS Disk resource that is attached to a kubelet's host machine and then exposed to the pod. Deprecated: AWSElasticBlockStore is deprecated. All operations for the in-tree awsElasticBlockStore type are redirected to the ebs.csi.aws.com CSI driver. More info: https://kubernetes.io/docs/concepts/storage/volumes#awselasticblockstore" },
-    azureDisk: { ...AzureDiskVolumeSource, description: "azureDisk represents an Azure Data Disk mount on the host and bind mount to the pod. Deprecated: AzureDisk is deprecated. All operations for the in-tree azureDisk type are redirected to the disk.csi.azure.com CSI driver." },
-    azureFile: { ...AzureFileVolumeSource, description: "azureFile represents an Azure File Service mount on the host and bind mount to the pod. Deprecated: AzureFile is deprecated. All operations for the in-tree azureFile type are redirected to the file.csi.azure.com CSI driver." },
-    cephfs: { ...CephFSVolumeSource, description: "cephFS represents a Ceph FS mount on the host that shares a pod's lifetime. Deprecated: CephFS is deprecated and the in-tree cephfs type is no longer supported." },
-    cinder: { ...CinderVolumeSource, description: "cinder represents a cinder volume attached and mounted on kubelets host machine. Deprecated: Cinder is deprecated. All operations for the in-tree cinder type are redirected to the cinder.csi.openstack.org CSI driver. More info: https://examples.k8s.io/mysql-cinder-pd/README.md" },
-    configMap: { ...ConfigMapVolumeSource, description: "configMap represents a configMap that should populate this volume" },
-    csi: { ...CSIVolumeSource, description: "csi (Container Storage Interface) represents ephemeral storage that is handled by certain external CSI drivers." },
-    downwardAPI: { ...DownwardAPIVolumeSource, description: "downwardAPI represents downward API about the pod that should populate this volume" },
-    emptyDir: { ...EmptyDirVolumeSource, description: "emptyDir represents a temporary directory that shares a pod's lifetime. More info: https://kubernetes.io/docs/concepts/storage/volumes#emptydir" },
-    ephemeral: { ...EphemeralVolumeSource, description: "ephemeral represents a volume that is handled by a cluster storage driver. The volume's lifecycle is tied to the pod that defines it - it will be created before the pod starts, and deleted when the pod is removed.\n\nUse this if: a) the volume is only needed while the pod runs, b) features of normal volumes like restoring from snapshot or capacity\n   tracking are needed,\nc) the storage driver is specified through a storage class, and d) the storage driver supports dynamic volume provisioning through\n   a PersistentVolumeClaim (see EphemeralVolumeSource for more\n   information on the connection between this volume type\n   and PersistentVolumeClaim).\n\nUse PersistentVolumeClaim or one of the vendor-specific APIs for volumes that persist for longer than the lifecycle of an individual pod.\n\nUse CSI for light-weight local ephemeral volumes if the CSI driver is meant to be used that way - see the documentation of the driver for more information.\n\nA pod can use both types of ephemeral volumes and persistent volumes at the same time." },
-    fc: { ...FCVolumeSource, description: "fc represents a Fibre Channel resource that is attached to a kubelet's host machine and then exposed to the pod." },
-    flexVolume: { ...FlexVolumeSource, description: "flexVolume represents a generic volume resource that is provisioned/attached using an exec based plugin. Deprecated: FlexVolume is deprecated. Consider using a CSIDriver instead." },
-    flocker: { ...FlockerVolumeSource, description: "flocker represents a Flocker volume attached to a kubelet's host machine. This depends on the Flocker control service being running. Deprecated: Flocker is deprecated and the in-tree flocker type is no longer supported." },
-    gcePersistentDisk: { ...GCEPersistentDiskVolumeSource, description: "gcePersistentDisk represents a GCE Disk resource that is attached to a kubelet's host machine and then exposed to the pod. Deprecated: GCEPersistentDisk is deprecated. All operations for the in-tree gcePersistentDisk type are redirected to the pd.csi.storage.gke.io CSI driver. More info: https://kubernetes.io/docs/concepts/storage/volumes#gcepersistentdisk" },
-    gitRepo: { ...GitRepoVolumeSource, description: "gitRepo represents a git repository at a particular revision. Deprecated: GitRepo is deprecated. To provision a container with a git repo, mount an EmptyDir into an InitContainer that clones the repo using git, then mount the EmptyDir into the Pod's container." },
-    glusterfs: { ...GlusterfsVolumeSource, description: "glusterfs represents a Glusterfs mount on the host that shares a pod's lifetime. Deprecated: Glusterfs is deprecated and the in-tree glusterfs type is no longer supported." },
-    hostPath: { ...HostPathVolumeSource, description: "hostPath represents a pre-existing file or directory on the host machine that is directly exposed to the container. This is generally used for system agents or other privileged things that are allowed to see the host machine. Most containers will NOT need this. More info: https://kubernetes.io/docs/concepts/storage/volumes#hostpath" },
-    image: { ...ImageVolumeSource, description: "image represents an OCI object (a container image or artifact) pulled and mounted on the kubelet's host machine. The volume is resolved at pod startup depending on which PullPolicy value is provided:\n\n- Always: the kubelet always attempts to pull the reference. Container creation will fail If the pull fails. - Never: the kubelet never pulls the reference and only uses a local image or artifact. Container creation will fail if the reference isn't present. - IfNotPresent: the kubelet pulls if the reference isn't already present on disk. Container creation will fail if the reference isn't present and the pull fails.\n\nThe volume gets re-resolved if the pod gets deleted and recreated, which means that new remote content will become available on pod recreation. A failure to resolve or pull the image during pod startup will block containers from starting and may add significant latency. Failures will be retried using normal volume backoff and will be reported on the pod reason and message. The types of objects that may be mounted by this volume are defined by the container runtime implementation on a host machine and at minimum must include all valid types supported by the container image field. The OCI object gets mounted in a single directory (spec.containers[*].volumeMounts.mountPath) by merging the manifest layers in the same way as for container images. The volume will be mounted read-only (ro). Sub path mounts for containers are not supported (spec.containers[*].volumeMounts.subpath) before 1.33. The field spec.securityContext.fsGroupChangePolicy has no effect on this volume type." },
-    iscsi: { ...ISCSIVolumeSource, description: "iscsi represents an ISCSI Disk resource that is attached to a kubelet's host machine and then exposed to the pod. More info: https://kubernetes.io/docs/concepts/storage/volumes/#iscsi" },
+    awsElasticBlockStore: /* @__PURE__ */ described(AWSElasticBlockStoreVolumeSource, "awsElasticBlockStore represents an AWS Disk resource that is attached to a kubelet's host machine and then exposed to the pod. Deprecated: AWSElasticBlockStore is deprecated. All operations for the in-tree awsElasticBlockStore type are redirected to the ebs.csi.aws.com CSI driver. More info: https://kubernetes.io/docs/concepts/storage/volumes#awselasticblockstore"),
+    azureDisk: /* @__PURE__ */ described(AzureDiskVolumeSource, "azureDisk represents an Azure Data Disk mount on the host and bind mount to the pod. Deprecated: AzureDisk is deprecated. All operations for the in-tree azureDisk type are redirected to the disk.csi.azure.com CSI driver."),
+    azureFile: /* @__PURE__ */ described(AzureFileVolumeSource, "azureFile represents an Azure File Service mount on the host and bind mount to the pod. Deprecated: AzureFile is deprecated. All operations for the in-tree azureFile type are redirected to the file.csi.azure.com CSI driver."),
+    cephfs: /* @__PURE__ */ described(CephFSVolumeSource, "cephFS represents a Ceph FS mount on the host that shares a pod's lifetime. Deprecated: CephFS is deprecated and the in-tree cephfs type is no longer supported."),
+    cinder: /* @__PURE__ */ described(CinderVolumeSource, "cinder represents a cinder volume attached and mounted on kubelets host machine. Deprecated: Cinder is deprecated. All operations for the in-tree cinder type are redirected to the cinder.csi.openstack.org CSI driver. More info: https://examples.k8s.io/mysql-cinder-pd/README.md"),
+    configMap: /* @__PURE__ */ described(ConfigMapVolumeSource, "configMap represents a configMap that should populate this volume"),
+    csi: /* @__PURE__ */ described(CSIVolumeSource, "csi (Container Storage Interface) represents ephemeral storage that is handled by certain external CSI drivers."),
+    downwardAPI: /* @__PURE__ */ described(DownwardAPIVolumeSource, "downwardAPI represents downward API about the pod that should populate this volume"),
+    emptyDir: /* @__PURE__ */ described(EmptyDirVolumeSource, "emptyDir represents a temporary directory that shares a pod's lifetime. More info: https://kubernetes.io/docs/concepts/storage/volumes#emptydir"),
+    ephemeral: /* @__PURE__ */ described(EphemeralVolumeSource, "ephemeral represents a volume that is handled by a cluster storage driver. The volume's lifecycle is tied to the pod that defines it - it will be created before the pod starts, and deleted when the pod is removed.\n\nUse this if: a) the volume is only needed while the pod runs, b) features of normal volumes like restoring from snapshot or capacity\n   tracking are needed,\nc) the storage driver is specified through a storage class, and d) the storage driver supports dynamic volume provisioning through\n   a PersistentVolumeClaim (see EphemeralVolumeSource for more\n   information on the connection between this volume type\n   and PersistentVolumeClaim).\n\nUse PersistentVolumeClaim or one of the vendor-specific APIs for volumes that persist for longer than the lifecycle of an individual pod.\n\nUse CSI for light-weight local ephemeral volumes if the CSI driver is meant to be used that way - see the documentation of the driver for more information.\n\nA pod can use both types of ephemeral volumes and persistent volumes at the same time."),
+    fc: /* @__PURE__ */ described(FCVolumeSource, "fc represents a Fibre Channel resource that is attached to a kubelet's host machine and then exposed to the pod."),
+    flexVolume: /* @__PURE__ */ described(FlexVolumeSource, "flexVolume represents a generic volume resource that is provisioned/attached using an exec based plugin. Deprecated: FlexVolume is deprecated. Consider using a CSIDriver instead."),
+    flocker: /* @__PURE__ */ described(FlockerVolumeSource, "flocker represents a Flocker volume attached to a kubelet's host machine. This depends on the Flocker control service being running. Deprecated: Flocker is deprecated and the in-tree flocker type is no longer supported."),
+    gcePersistentDisk: /* @__PURE__ */ described(GCEPersistentDiskVolumeSource, "gcePersistentDisk represents a GCE Disk resource that is attached to a kubelet's host machine and then exposed to the pod. Deprecated: GCEPersistentDisk is deprecated. All operations for the in-tree gcePersistentDisk type are redirected to the pd.csi.storage.gke.io CSI driver. More info: https://kubernetes.io/docs/concepts/storage/volumes#gcepersistentdisk"),
+    gitRepo: /* @__PURE__ */ described(GitRepoVolumeSource, "gitRepo represents a git repository at a particular revision. Deprecated: GitRepo is deprecated. To provision a container with a git repo, mount an EmptyDir into an InitContainer that clones the repo using git, then mount the EmptyDir into the Pod's container."),
+    glusterfs: /* @__PURE__ */ described(GlusterfsVolumeSource, "glusterfs represents a Glusterfs mount on the host that shares a pod's lifetime. Deprecated: Glusterfs is deprecated and the in-tree glusterfs type is no longer supported."),
+    hostPath: /* @__PURE__ */ described(HostPathVolumeSource, "hostPath represents a pre-existing file or directory on the host machine that is directly exposed to the container. This is generally used for system agents or other privileged things that are allowed to see the host machine. Most containers will NOT need this. More info: https://kubernetes.io/docs/concepts/storage/volumes#hostpath"),
+    image: /* @__PURE__ */ described(ImageVolumeSource, "image represents an OCI object (a container image or artifact) pulled and mounted on the kubelet's host machine. The volume is resolved at pod startup depending on which PullPolicy value is provided:\n\n- Always: the kubelet always attempts to pull the reference. Container creation will fail If the pull fails. - Never: the kubelet never pulls the reference and only uses a local image or artifact. Container creation will fail if the reference isn't present. - IfNotPresent: the kubelet pulls if the reference isn't already present on disk. Container creation will fail if the reference isn't present and the pull fails.\n\nThe volume gets re-resolved if the pod gets deleted and recreated, which means that new remote content will become available on pod recreation. A failure to resolve or pull the image during pod startup will block containers from starting and may add significant latency. Failures will be retried using normal volume backoff and will be reported on the pod reason and message. The types of objects that may be mounted by this volume are defined by the container runtime implementation on a host machine and at minimum must include all valid types supported by the container image field. The OCI object gets mounted in a single directory (spec.containers[*].volumeMounts.mountPath) by merging the manifest layers in the same way as for container images. The volume will be mounted read-only (ro). Sub path mounts for containers are not supported (spec.containers[*].volumeMounts.subpath) before 1.33. The field spec.securityContext.fsGroupChangePolicy has no effect on this volume type."),
+    iscsi: /* @__PURE__ */ described(ISCSIVolumeSource, "iscsi represents an ISCSI Disk resource that is attached to a kubelet's host machine and then exposed to the pod. More info: https://kubernetes.io/docs/concepts/storage/volumes/#iscsi"),
     name: {
       description: "name of the volume. Must be a DNS_LABEL and unique within the pod. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names",
       type: "string",
     },
-    nfs: { ...NFSVolumeSource, description: "nfs represents an NFS mount on the host that shares a pod's lifetime More info: https://kubernetes.io/docs/concepts/storage/volumes#nfs" },
-    persistentVolumeClaim: { ...PersistentVolumeClaimVolumeSource, description: "persistentVolumeClaimVolumeSource represents a reference to a PersistentVolumeClaim in the same namespace. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#persistentvolumeclaims" },
-    photonPersistentDisk: { ...PhotonPersistentDiskVolumeSource, description: "photonPersistentDisk represents a PhotonController persistent disk attached and mounted on kubelets host machine. Deprecated: PhotonPersistentDisk is deprecated and the in-tree photonPersistentDisk type is no longer supported." },
-    portworxVolume: { ...PortworxVolumeSource, description: "portworxVolume represents a portworx volume attached and mounted on kubelets host machine. Deprecated: PortworxVolume is deprecated. All operations for the in-tree portworxVolume type are redirected to the pxd.portworx.com CSI driver." },
-    projected: { ...ProjectedVolumeSource, description: "projected items for all in one resources secrets, configmaps, and downward API" },
-    quobyte: { ...QuobyteVolumeSource, description: "quobyte represents a Quobyte mount on the host that shares a pod's lifetime. Deprecated: Quobyte is deprecated and the in-tree quobyte type is no longer supported." },
-    rbd: { ...RBDVolumeSource, description: "rbd represents a Rados Block Device mount on the host that shares a pod's lifetime. Deprecated: RBD is deprecated and the in-tree rbd type is no longer supported." },
-    scaleIO: { ...ScaleIOVolumeSource, description: "scaleIO represents a ScaleIO persistent volume attached and mounted on Kubernetes nodes. Deprecated: ScaleIO is deprecated and the in-tree scaleIO type is no longer supported." },
-    secret: { ...SecretVolumeSource, description: "secret represents a secret that should populate this volume. More info: https://kubernetes.io/docs/concepts/storage/volumes#secret" },
-    storageos: { ...StorageOSVolumeSource, description: "storageOS represents a StorageOS volume attached and mounted on Kubernetes nodes. Deprecated: StorageOS is deprecated and the in-tree storageos type is no longer supported." },
-    vsphereVolume: { ...VsphereVirtualDiskVolumeSource, description: "vsphereVolume represents a vSphere volume attached and mounted on kubelets host machine. Deprecated: VsphereVolume is deprecated. All operations for the in-tree vsphereVolume type are redirected to the csi.vsphere.vmware.com CSI driver." },
+    nfs: /* @__PURE__ */ described(NFSVolumeSource, "nfs represents an NFS mount on the host that shares a pod's lifetime More info: https://kubernetes.io/docs/concepts/storage/volumes#nfs"),
+    persistentVolumeClaim: /* @__PURE__ */ described(PersistentVolumeClaimVolumeSource, "persistentVolumeClaimVolumeSource represents a reference to a PersistentVolumeClaim in the same namespace. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#persistentvolumeclaims"),
+    photonPersistentDisk: /* @__PURE__ */ described(PhotonPersistentDiskVolumeSource, "photonPersistentDisk represents a PhotonController persistent disk attached and mounted on kubelets host machine. Deprecated: PhotonPersistentDisk is deprecated and the in-tree photonPersistentDisk type is no longer supported."),
+    portworxVolume: /* @__PURE__ */ described(PortworxVolumeSource, "portworxVolume represents a portworx volume attached and mounted on kubelets host machine. Deprecated: PortworxVolume is deprecated. All operations for the in-tree portworxVolume type are redirected to the pxd.portworx.com CSI driver."),
+    projected: /* @__PURE__ */ described(ProjectedVolumeSource, "projected items for all in one resources secrets, configmaps, and downward API"),
+    quobyte: /* @__PURE__ */ described(QuobyteVolumeSource, "quobyte represents a Quobyte mount on the host that shares a pod's lifetime. Deprecated: Quobyte is deprecated and the in-tree quobyte type is no longer supported."),
+    rbd: /* @__PURE__ */ described(RBDVolumeSource, "rbd represents a Rados Block Device mount on the host that shares a pod's lifetime. Deprecated: RBD is deprecated and the in-tree rbd type is no longer supported."),
+    scaleIO: /* @__PURE__ */ described(ScaleIOVolumeSource, "scaleIO represents a ScaleIO persistent volume attached and mounted on Kubernetes nodes. Deprecated: ScaleIO is deprecated and the in-tree scaleIO type is no longer supported."),
+    secret: /* @__PURE__ */ described(SecretVolumeSource, "secret represents a secret that should populate this volume. More info: https://kubernetes.io/docs/concepts/storage/volumes#secret"),
+    storageos: /* @__PURE__ */ described(StorageOSVolumeSource, "storageOS represents a StorageOS volume attached and mounted on Kubernetes nodes. Deprecated: StorageOS is deprecated and the in-tree storageos type is no longer supported."),
+    vsphereVolume: /* @__PURE__ */ described(VsphereVirtualDiskVolumeSource, "vsphereVolume represents a vSphere volume attached and mounted on kubelets host machine. Deprecated: VsphereVolume is deprecated. All operations for the in-tree vsphereVolume type are redirected to the csi.vsphere.vmware.com CSI driver."),
   },
   required: ["name"],
 });
 export type Volume = T.Volume;
 
 /** PodSpec is a description of a pod. */
-export const PodSpec = Type.Unsafe<T.PodSpec>({
+export const PodSpec = /* @__PURE__ */ Type.Unsafe<T.PodSpec>({
   description: "PodSpec is a description of a pod.",
   type: "object",
   properties: {
@@ -2749,7 +2749,7 @@ export const PodSpec = Type.Unsafe<T.PodSpec>({
       type: "integer",
       format: "int64",
     },
-    affinity: { ...Affinity, description: "If specified, the pod's scheduling constraints" },
+    affinity: /* @__PURE__ */ described(Affinity, "If specified, the pod's scheduling constraints"),
     automountServiceAccountToken: {
       description: "AutomountServiceAccountToken indicates whether a service account token should be automatically mounted.",
       type: "boolean",
@@ -2761,7 +2761,7 @@ export const PodSpec = Type.Unsafe<T.PodSpec>({
       "x-kubernetes-list-type": "map",
       "x-kubernetes-list-map-keys": ["name"],
     },
-    dnsConfig: { ...PodDNSConfig, description: "Specifies the DNS parameters of a pod. Parameters specified here will be merged to the generated DNS configuration based on DNSPolicy." },
+    dnsConfig: /* @__PURE__ */ described(PodDNSConfig, "Specifies the DNS parameters of a pod. Parameters specified here will be merged to the generated DNS configuration based on DNSPolicy."),
     dnsPolicy: {
       description: "Set DNS policy for the pod. Defaults to \"ClusterFirst\". Valid values are 'ClusterFirstWithHostNet', 'ClusterFirst', 'Default' or 'None'. DNS parameters given in DNSConfig will be merged with the policy selected with DNSPolicy. To have DNS options set along with hostNetwork, you have to specify DNS policy explicitly to 'ClusterFirstWithHostNet'.\n\nPossible enum values:\n - `\"ClusterFirst\"` indicates that the pod should use cluster DNS first unless hostNetwork is true, if it is available, then fall back on the default (as determined by kubelet) DNS settings.\n - `\"ClusterFirstWithHostNet\"` indicates that the pod should use cluster DNS first, if it is available, then fall back on the default (as determined by kubelet) DNS settings.\n - `\"Default\"` indicates that the pod should use the default (as determined by kubelet) DNS settings.\n - `\"None\"` indicates that the pod should use empty DNS settings. DNS parameters such as nameservers and search paths should be defined via DNSConfig.",
       type: "string",
@@ -2835,11 +2835,11 @@ export const PodSpec = Type.Unsafe<T.PodSpec>({
       },
       "x-kubernetes-map-type": "atomic",
     },
-    os: { ...PodOS, description: "Specifies the OS of the containers in the pod. Some pod and container fields are restricted if this is set.\n\nIf the OS field is set to linux, the following fields must be unset: -securityContext.windowsOptions\n\nIf the OS field is set to windows, following fields must be unset: - spec.hostPID - spec.hostIPC - spec.hostUsers - spec.resources - spec.securityContext.appArmorProfile - spec.securityContext.seLinuxOptions - spec.securityContext.seccompProfile - spec.securityContext.fsGroup - spec.securityContext.fsGroupChangePolicy - spec.securityContext.sysctls - spec.shareProcessNamespace - spec.securityContext.runAsUser - spec.securityContext.runAsGroup - spec.securityContext.supplementalGroups - spec.securityContext.supplementalGroupsPolicy - spec.containers[*].securityContext.appArmorProfile - spec.containers[*].securityContext.seLinuxOptions - spec.containers[*].securityContext.seccompProfile - spec.containers[*].securityContext.capabilities - spec.containers[*].securityContext.readOnlyRootFilesystem - spec.containers[*].securityContext.privileged - spec.containers[*].securityContext.allowPrivilegeEscalation - spec.containers[*].securityContext.procMount - spec.containers[*].securityContext.runAsUser - spec.containers[*].securityContext.runAsGroup" },
+    os: /* @__PURE__ */ described(PodOS, "Specifies the OS of the containers in the pod. Some pod and container fields are restricted if this is set.\n\nIf the OS field is set to linux, the following fields must be unset: -securityContext.windowsOptions\n\nIf the OS field is set to windows, following fields must be unset: - spec.hostPID - spec.hostIPC - spec.hostUsers - spec.resources - spec.securityContext.appArmorProfile - spec.securityContext.seLinuxOptions - spec.securityContext.seccompProfile - spec.securityContext.fsGroup - spec.securityContext.fsGroupChangePolicy - spec.securityContext.sysctls - spec.shareProcessNamespace - spec.securityContext.runAsUser - spec.securityContext.runAsGroup - spec.securityContext.supplementalGroups - spec.securityContext.supplementalGroupsPolicy - spec.containers[*].securityContext.appArmorProfile - spec.containers[*].securityContext.seLinuxOptions - spec.containers[*].securityContext.seccompProfile - spec.containers[*].securityContext.capabilities - spec.containers[*].securityContext.readOnlyRootFilesystem - spec.containers[*].securityContext.privileged - spec.containers[*].securityContext.allowPrivilegeEscalation - spec.containers[*].securityContext.procMount - spec.containers[*].securityContext.runAsUser - spec.containers[*].securityContext.runAsGroup"),
     overhead: {
       description: "Overhead represents the resource overhead associated with running a pod for a given RuntimeClass. This field will be autopopulated at admission time by the RuntimeClass admission controller. If the RuntimeClass admission controller is enabled, overhead must not be set in Pod create requests. The RuntimeClass admission controller will reject Pod create requests which have the overhead already set. If RuntimeClass is configured and selected in the PodSpec, Overhead will be set to the value defined in the corresponding RuntimeClass, otherwise it will remain unset and treated as zero. More info: https://git.k8s.io/enhancements/keps/sig-node/688-pod-overhead/README.md",
       type: "object",
-      additionalProperties: quantity(),
+      additionalProperties: /* @__PURE__ */ quantity(),
     },
     preemptionPolicy: {
       description: "PreemptionPolicy is the Policy for preempting pods with lower priority. One of Never, PreemptLowerPriority. Defaults to PreemptLowerPriority if unset.\n\nPossible enum values:\n - `\"Never\"` means that pod never preempts other pods with lower priority.\n - `\"PreemptLowerPriority\"` means that pod can preempt other pods with lower priority.",
@@ -2868,7 +2868,7 @@ export const PodSpec = Type.Unsafe<T.PodSpec>({
       "x-kubernetes-list-type": "map",
       "x-kubernetes-list-map-keys": ["name"],
     },
-    resources: { ...ResourceRequirements, description: "Resources is the total amount of CPU and Memory resources required by all containers in the pod. It supports specifying Requests and Limits for \"cpu\", \"memory\" and \"hugepages-\" resource names only. ResourceClaims are not supported.\n\nThis field enables fine-grained control over resource allocation for the entire pod, allowing resource sharing among containers in a pod.\n\nThis is an alpha field and requires enabling the PodLevelResources feature gate." },
+    resources: /* @__PURE__ */ described(ResourceRequirements, "Resources is the total amount of CPU and Memory resources required by all containers in the pod. It supports specifying Requests and Limits for \"cpu\", \"memory\" and \"hugepages-\" resource names only. ResourceClaims are not supported.\n\nThis field enables fine-grained control over resource allocation for the entire pod, allowing resource sharing among containers in a pod.\n\nThis is an alpha field and requires enabling the PodLevelResources feature gate."),
     restartPolicy: {
       description: "Restart policy for all containers within the pod. One of Always, OnFailure, Never. In some contexts, only a subset of those values may be permitted. Default to Always. More info: https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle/#restart-policy\n\nPossible enum values:\n - `\"Always\"`\n - `\"Never\"`\n - `\"OnFailure\"`",
       type: "string",
@@ -2889,8 +2889,8 @@ export const PodSpec = Type.Unsafe<T.PodSpec>({
       "x-kubernetes-list-type": "map",
       "x-kubernetes-list-map-keys": ["name"],
     },
-    schedulingGroup: { ...PodSchedulingGroup, description: "SchedulingGroup provides a reference to the immediate scheduling runtime grouping object that this Pod belongs to. This field is used by the scheduler to identify the group and apply the correct group scheduling policies. The association with a group also impacts other lifecycle aspects of a Pod that are relevant in a wider context of scheduling like preemption, resource attachment, etc. If not specified, the Pod is treated as a single unit in all of these aspects. The group object referenced by this field may not exist at the time the Pod is created. This field is immutable, but a group object with the same name may be recreated with different policies. Doing this during pod scheduling may result in the placement not conforming to the expected policies." },
-    securityContext: { ...PodSecurityContext, description: "SecurityContext holds pod-level security attributes and common container settings. Optional: Defaults to empty.  See type description for default values of each field." },
+    schedulingGroup: /* @__PURE__ */ described(PodSchedulingGroup, "SchedulingGroup provides a reference to the immediate scheduling runtime grouping object that this Pod belongs to. This field is used by the scheduler to identify the group and apply the correct group scheduling policies. The association with a group also impacts other lifecycle aspects of a Pod that are relevant in a wider context of scheduling like preemption, resource attachment, etc. If not specified, the Pod is treated as a single unit in all of these aspects. The group object referenced by this field may not exist at the time the Pod is created. This field is immutable, but a group object with the same name may be recreated with different policies. Doing this during pod scheduling may result in the placement not conforming to the expected policies."),
+    securityContext: /* @__PURE__ */ described(PodSecurityContext, "SecurityContext holds pod-level security attributes and common container settings. Optional: Defaults to empty.  See type description for default values of each field."),
     serviceAccount: {
       description: "DeprecatedServiceAccount is a deprecated alias for ServiceAccountName. Deprecated: Use serviceAccountName instead.",
       type: "string",
@@ -2942,18 +2942,18 @@ export const PodSpec = Type.Unsafe<T.PodSpec>({
 export type PodSpec = T.PodSpec;
 
 /** PodTemplateSpec describes the data a pod should have when created from a template */
-export const PodTemplateSpec = Type.Unsafe<T.PodTemplateSpec>({
+export const PodTemplateSpec = /* @__PURE__ */ Type.Unsafe<T.PodTemplateSpec>({
   description: "PodTemplateSpec describes the data a pod should have when created from a template",
   type: "object",
   properties: {
-    metadata: { ...metav1.ObjectMeta, description: "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata" },
-    spec: { ...PodSpec, description: "Specification of the desired behavior of the pod. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status" },
+    metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"),
+    spec: /* @__PURE__ */ described(PodSpec, "Specification of the desired behavior of the pod. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status"),
   },
 });
 export type PodTemplateSpec = T.PodTemplateSpec;
 
 /** ModifyVolumeStatus represents the status object of ControllerModifyVolume operation */
-export const ModifyVolumeStatus = Type.Unsafe<T.ModifyVolumeStatus>({
+export const ModifyVolumeStatus = /* @__PURE__ */ Type.Unsafe<T.ModifyVolumeStatus>({
   description: "ModifyVolumeStatus represents the status object of ControllerModifyVolume operation",
   type: "object",
   properties: {
@@ -2972,7 +2972,7 @@ export const ModifyVolumeStatus = Type.Unsafe<T.ModifyVolumeStatus>({
 export type ModifyVolumeStatus = T.ModifyVolumeStatus;
 
 /** PersistentVolumeClaimCondition contains details about state of pvc */
-export const PersistentVolumeClaimCondition = Type.Unsafe<T.PersistentVolumeClaimCondition>({
+export const PersistentVolumeClaimCondition = /* @__PURE__ */ Type.Unsafe<T.PersistentVolumeClaimCondition>({
   description: "PersistentVolumeClaimCondition contains details about state of pvc",
   type: "object",
   properties: {
@@ -3008,7 +3008,7 @@ export const PersistentVolumeClaimCondition = Type.Unsafe<T.PersistentVolumeClai
 export type PersistentVolumeClaimCondition = T.PersistentVolumeClaimCondition;
 
 /** PersistentVolumeClaimStatus is the current status of a persistent volume claim. */
-export const PersistentVolumeClaimStatus = Type.Unsafe<T.PersistentVolumeClaimStatus>({
+export const PersistentVolumeClaimStatus = /* @__PURE__ */ Type.Unsafe<T.PersistentVolumeClaimStatus>({
   description: "PersistentVolumeClaimStatus is the current status of a persistent volume claim.",
   type: "object",
   properties: {
@@ -3033,12 +3033,12 @@ export const PersistentVolumeClaimStatus = Type.Unsafe<T.PersistentVolumeClaimSt
     allocatedResources: {
       description: "allocatedResources tracks the resources allocated to a PVC including its capacity. Key names follow standard Kubernetes label syntax. Valid values are either:\n\t* Un-prefixed keys:\n\t\t- storage - the capacity of the volume.\n\t* Custom resources must use implementation-defined prefixed names such as \"example.com/my-custom-resource\"\nApart from above values - keys that are unprefixed or have kubernetes.io prefix are considered reserved and hence may not be used.\n\nCapacity reported here may be larger than the actual capacity when a volume expansion operation is requested. For storage quota, the larger value from allocatedResources and PVC.spec.resources is used. If allocatedResources is not set, PVC.spec.resources alone is used for quota calculation. If a volume expansion capacity request is lowered, allocatedResources is only lowered if there are no expansion operations in progress and if the actual volume capacity is equal or lower than the requested capacity.\n\nA controller that receives PVC update with previously unknown resourceName should ignore the update for the purpose it was designed. For example - a controller that only is responsible for resizing capacity of the volume, should ignore PVC updates that change other valid resources associated with PVC.",
       type: "object",
-      additionalProperties: quantity(),
+      additionalProperties: /* @__PURE__ */ quantity(),
     },
     capacity: {
       description: "capacity represents the actual resources of the underlying volume.",
       type: "object",
-      additionalProperties: quantity(),
+      additionalProperties: /* @__PURE__ */ quantity(),
     },
     conditions: {
       description: "conditions is the current Condition of persistent volume claim. If underlying persistent volume is being resized then the Condition will be set to 'Resizing'.",
@@ -3051,7 +3051,7 @@ export const PersistentVolumeClaimStatus = Type.Unsafe<T.PersistentVolumeClaimSt
       description: "currentVolumeAttributesClassName is the current name of the VolumeAttributesClass the PVC is using. When unset, there is no VolumeAttributeClass applied to this PersistentVolumeClaim",
       type: "string",
     },
-    modifyVolumeStatus: { ...ModifyVolumeStatus, description: "ModifyVolumeStatus represents the status object of ControllerModifyVolume operation. When this is unset, there is no ModifyVolume operation being attempted." },
+    modifyVolumeStatus: /* @__PURE__ */ described(ModifyVolumeStatus, "ModifyVolumeStatus represents the status object of ControllerModifyVolume operation. When this is unset, there is no ModifyVolume operation being attempted."),
     phase: {
       description: "phase represents the current phase of PersistentVolumeClaim.\n\nPossible enum values:\n - `\"Bound\"` used for PersistentVolumeClaims that are bound\n - `\"Lost\"` used for PersistentVolumeClaims that lost their underlying PersistentVolume. The claim was bound to a PersistentVolume and this volume does not exist any longer and all data on it was lost.\n - `\"Pending\"` used for PersistentVolumeClaims that are not yet bound",
       type: "string",
@@ -3062,7 +3062,7 @@ export const PersistentVolumeClaimStatus = Type.Unsafe<T.PersistentVolumeClaimSt
 export type PersistentVolumeClaimStatus = T.PersistentVolumeClaimStatus;
 
 /** PersistentVolumeClaim is a user's request for and claim to a persistent volume */
-export const PersistentVolumeClaim = Type.Unsafe<T.PersistentVolumeClaim>({
+export const PersistentVolumeClaim = /* @__PURE__ */ Type.Unsafe<T.PersistentVolumeClaim>({
   description: "PersistentVolumeClaim is a user's request for and claim to a persistent volume",
   type: "object",
   properties: {
@@ -3074,15 +3074,15 @@ export const PersistentVolumeClaim = Type.Unsafe<T.PersistentVolumeClaim>({
       description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
       type: "string",
     },
-    metadata: { ...metav1.ObjectMeta, description: "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata" },
-    spec: { ...PersistentVolumeClaimSpec, description: "spec defines the desired characteristics of a volume requested by a pod author. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#persistentvolumeclaims" },
-    status: { ...PersistentVolumeClaimStatus, description: "status represents the current information/status of a persistent volume claim. Read-only. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#persistentvolumeclaims" },
+    metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"),
+    spec: /* @__PURE__ */ described(PersistentVolumeClaimSpec, "spec defines the desired characteristics of a volume requested by a pod author. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#persistentvolumeclaims"),
+    status: /* @__PURE__ */ described(PersistentVolumeClaimStatus, "status represents the current information/status of a persistent volume claim. Read-only. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#persistentvolumeclaims"),
   },
 });
 export type PersistentVolumeClaim = T.PersistentVolumeClaim;
 
 /** ObjectReference contains enough information to let you inspect or modify the referred object. */
-export const ObjectReference = Type.Unsafe<T.ObjectReference>({
+export const ObjectReference = /* @__PURE__ */ Type.Unsafe<T.ObjectReference>({
   description: "ObjectReference contains enough information to let you inspect or modify the referred object.",
   type: "object",
   properties: {
@@ -3120,7 +3120,7 @@ export const ObjectReference = Type.Unsafe<T.ObjectReference>({
 export type ObjectReference = T.ObjectReference;
 
 /** AttachedVolume describes a volume attached to a node */
-export const AttachedVolume = Type.Unsafe<T.AttachedVolume>({
+export const AttachedVolume = /* @__PURE__ */ Type.Unsafe<T.AttachedVolume>({
   description: "AttachedVolume describes a volume attached to a node",
   type: "object",
   properties: {
@@ -3138,7 +3138,7 @@ export const AttachedVolume = Type.Unsafe<T.AttachedVolume>({
 export type AttachedVolume = T.AttachedVolume;
 
 /** AzureFile represents an Azure File Service mount on the host and bind mount to the pod. */
-export const AzureFilePersistentVolumeSource = Type.Unsafe<T.AzureFilePersistentVolumeSource>({
+export const AzureFilePersistentVolumeSource = /* @__PURE__ */ Type.Unsafe<T.AzureFilePersistentVolumeSource>({
   description: "AzureFile represents an Azure File Service mount on the host and bind mount to the pod.",
   type: "object",
   properties: {
@@ -3164,7 +3164,7 @@ export const AzureFilePersistentVolumeSource = Type.Unsafe<T.AzureFilePersistent
 export type AzureFilePersistentVolumeSource = T.AzureFilePersistentVolumeSource;
 
 /** Binding ties one object to another; for example, a pod is bound to a node by a scheduler. */
-export const Binding = Type.Unsafe<T.Binding>({
+export const Binding = /* @__PURE__ */ Type.Unsafe<T.Binding>({
   description: "Binding ties one object to another; for example, a pod is bound to a node by a scheduler.",
   type: "object",
   properties: {
@@ -3176,15 +3176,15 @@ export const Binding = Type.Unsafe<T.Binding>({
       description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
       type: "string",
     },
-    metadata: { ...metav1.ObjectMeta, description: "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata" },
-    target: { ...ObjectReference, description: "The target object that you want to bind to the standard object." },
+    metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"),
+    target: /* @__PURE__ */ described(ObjectReference, "The target object that you want to bind to the standard object."),
   },
   required: ["target"],
 });
 export type Binding = T.Binding;
 
 /** SecretReference represents a Secret Reference. It has enough information to retrieve secret in any namespace */
-export const SecretReference = Type.Unsafe<T.SecretReference>({
+export const SecretReference = /* @__PURE__ */ Type.Unsafe<T.SecretReference>({
   description: "SecretReference represents a Secret Reference. It has enough information to retrieve secret in any namespace",
   type: "object",
   properties: {
@@ -3202,12 +3202,12 @@ export const SecretReference = Type.Unsafe<T.SecretReference>({
 export type SecretReference = T.SecretReference;
 
 /** Represents storage that is managed by an external CSI volume driver */
-export const CSIPersistentVolumeSource = Type.Unsafe<T.CSIPersistentVolumeSource>({
+export const CSIPersistentVolumeSource = /* @__PURE__ */ Type.Unsafe<T.CSIPersistentVolumeSource>({
   description: "Represents storage that is managed by an external CSI volume driver",
   type: "object",
   properties: {
-    controllerExpandSecretRef: { ...SecretReference, description: "controllerExpandSecretRef is a reference to the secret object containing sensitive information to pass to the CSI driver to complete the CSI ControllerExpandVolume call. This field is optional, and may be empty if no secret is required. If the secret object contains more than one secret, all secrets are passed." },
-    controllerPublishSecretRef: { ...SecretReference, description: "controllerPublishSecretRef is a reference to the secret object containing sensitive information to pass to the CSI driver to complete the CSI ControllerPublishVolume and ControllerUnpublishVolume calls. This field is optional, and may be empty if no secret is required. If the secret object contains more than one secret, all secrets are passed." },
+    controllerExpandSecretRef: /* @__PURE__ */ described(SecretReference, "controllerExpandSecretRef is a reference to the secret object containing sensitive information to pass to the CSI driver to complete the CSI ControllerExpandVolume call. This field is optional, and may be empty if no secret is required. If the secret object contains more than one secret, all secrets are passed."),
+    controllerPublishSecretRef: /* @__PURE__ */ described(SecretReference, "controllerPublishSecretRef is a reference to the secret object containing sensitive information to pass to the CSI driver to complete the CSI ControllerPublishVolume and ControllerUnpublishVolume calls. This field is optional, and may be empty if no secret is required. If the secret object contains more than one secret, all secrets are passed."),
     driver: {
       description: "driver is the name of the driver to use for this volume. Required.",
       type: "string",
@@ -3216,9 +3216,9 @@ export const CSIPersistentVolumeSource = Type.Unsafe<T.CSIPersistentVolumeSource
       description: "fsType to mount. Must be a filesystem type supported by the host operating system. Ex. \"ext4\", \"xfs\", \"ntfs\".",
       type: "string",
     },
-    nodeExpandSecretRef: { ...SecretReference, description: "nodeExpandSecretRef is a reference to the secret object containing sensitive information to pass to the CSI driver to complete the CSI NodeExpandVolume call. This field is optional, may be omitted if no secret is required. If the secret object contains more than one secret, all secrets are passed." },
-    nodePublishSecretRef: { ...SecretReference, description: "nodePublishSecretRef is a reference to the secret object containing sensitive information to pass to the CSI driver to complete the CSI NodePublishVolume and NodeUnpublishVolume calls. This field is optional, and may be empty if no secret is required. If the secret object contains more than one secret, all secrets are passed." },
-    nodeStageSecretRef: { ...SecretReference, description: "nodeStageSecretRef is a reference to the secret object containing sensitive information to pass to the CSI driver to complete the CSI NodeStageVolume and NodeStageVolume and NodeUnstageVolume calls. This field is optional, and may be empty if no secret is required. If the secret object contains more than one secret, all secrets are passed." },
+    nodeExpandSecretRef: /* @__PURE__ */ described(SecretReference, "nodeExpandSecretRef is a reference to the secret object containing sensitive information to pass to the CSI driver to complete the CSI NodeExpandVolume call. This field is optional, may be omitted if no secret is required. If the secret object contains more than one secret, all secrets are passed."),
+    nodePublishSecretRef: /* @__PURE__ */ described(SecretReference, "nodePublishSecretRef is a reference to the secret object containing sensitive information to pass to the CSI driver to complete the CSI NodePublishVolume and NodeUnpublishVolume calls. This field is optional, and may be empty if no secret is required. If the secret object contains more than one secret, all secrets are passed."),
+    nodeStageSecretRef: /* @__PURE__ */ described(SecretReference, "nodeStageSecretRef is a reference to the secret object containing sensitive information to pass to the CSI driver to complete the CSI NodeStageVolume and NodeStageVolume and NodeUnstageVolume calls. This field is optional, and may be empty if no secret is required. If the secret object contains more than one secret, all secrets are passed."),
     readOnly: {
       description: "readOnly value to pass to ControllerPublishVolumeRequest. Defaults to false (read/write).",
       type: "boolean",
@@ -3240,7 +3240,7 @@ export const CSIPersistentVolumeSource = Type.Unsafe<T.CSIPersistentVolumeSource
 export type CSIPersistentVolumeSource = T.CSIPersistentVolumeSource;
 
 /** Represents a Ceph Filesystem mount that lasts the lifetime of a pod Cephfs volumes do not support ownership management or SELinux relabeling. */
-export const CephFSPersistentVolumeSource = Type.Unsafe<T.CephFSPersistentVolumeSource>({
+export const CephFSPersistentVolumeSource = /* @__PURE__ */ Type.Unsafe<T.CephFSPersistentVolumeSource>({
   description: "Represents a Ceph Filesystem mount that lasts the lifetime of a pod Cephfs volumes do not support ownership management or SELinux relabeling.",
   type: "object",
   properties: {
@@ -3264,7 +3264,7 @@ export const CephFSPersistentVolumeSource = Type.Unsafe<T.CephFSPersistentVolume
       description: "secretFile is Optional: SecretFile is the path to key ring for User, default is /etc/ceph/user.secret More info: https://examples.k8s.io/volumes/cephfs/README.md#how-to-use-it",
       type: "string",
     },
-    secretRef: { ...SecretReference, description: "secretRef is Optional: SecretRef is reference to the authentication secret for User, default is empty. More info: https://examples.k8s.io/volumes/cephfs/README.md#how-to-use-it" },
+    secretRef: /* @__PURE__ */ described(SecretReference, "secretRef is Optional: SecretRef is reference to the authentication secret for User, default is empty. More info: https://examples.k8s.io/volumes/cephfs/README.md#how-to-use-it"),
     user: {
       description: "user is Optional: User is the rados user name, default is admin More info: https://examples.k8s.io/volumes/cephfs/README.md#how-to-use-it",
       type: "string",
@@ -3275,7 +3275,7 @@ export const CephFSPersistentVolumeSource = Type.Unsafe<T.CephFSPersistentVolume
 export type CephFSPersistentVolumeSource = T.CephFSPersistentVolumeSource;
 
 /** Represents a cinder volume resource in Openstack. A Cinder volume must exist before mounting to a container. The volume must also be in the same region as the kubelet. Cinder volumes support ownership management and SELinux relabeling. */
-export const CinderPersistentVolumeSource = Type.Unsafe<T.CinderPersistentVolumeSource>({
+export const CinderPersistentVolumeSource = /* @__PURE__ */ Type.Unsafe<T.CinderPersistentVolumeSource>({
   description: "Represents a cinder volume resource in Openstack. A Cinder volume must exist before mounting to a container. The volume must also be in the same region as the kubelet. Cinder volumes support ownership management and SELinux relabeling.",
   type: "object",
   properties: {
@@ -3287,7 +3287,7 @@ export const CinderPersistentVolumeSource = Type.Unsafe<T.CinderPersistentVolume
       description: "readOnly is Optional: Defaults to false (read/write). ReadOnly here will force the ReadOnly setting in VolumeMounts. More info: https://examples.k8s.io/mysql-cinder-pd/README.md",
       type: "boolean",
     },
-    secretRef: { ...SecretReference, description: "secretRef is Optional: points to a secret object containing parameters used to connect to OpenStack." },
+    secretRef: /* @__PURE__ */ described(SecretReference, "secretRef is Optional: points to a secret object containing parameters used to connect to OpenStack."),
     volumeID: {
       description: "volumeID used to identify the volume in cinder. More info: https://examples.k8s.io/mysql-cinder-pd/README.md",
       type: "string",
@@ -3298,7 +3298,7 @@ export const CinderPersistentVolumeSource = Type.Unsafe<T.CinderPersistentVolume
 export type CinderPersistentVolumeSource = T.CinderPersistentVolumeSource;
 
 /** ClientIPConfig represents the configurations of Client IP based session affinity. */
-export const ClientIPConfig = Type.Unsafe<T.ClientIPConfig>({
+export const ClientIPConfig = /* @__PURE__ */ Type.Unsafe<T.ClientIPConfig>({
   description: "ClientIPConfig represents the configurations of Client IP based session affinity.",
   type: "object",
   properties: {
@@ -3312,7 +3312,7 @@ export const ClientIPConfig = Type.Unsafe<T.ClientIPConfig>({
 export type ClientIPConfig = T.ClientIPConfig;
 
 /** Information about the condition of a component. */
-export const ComponentCondition = Type.Unsafe<T.ComponentCondition>({
+export const ComponentCondition = /* @__PURE__ */ Type.Unsafe<T.ComponentCondition>({
   description: "Information about the condition of a component.",
   type: "object",
   properties: {
@@ -3338,7 +3338,7 @@ export const ComponentCondition = Type.Unsafe<T.ComponentCondition>({
 export type ComponentCondition = T.ComponentCondition;
 
 /** ComponentStatus (and ComponentStatusList) holds the cluster validation info. Deprecated: This API is deprecated in v1.19+ */
-export const ComponentStatus = Type.Unsafe<T.ComponentStatus>({
+export const ComponentStatus = /* @__PURE__ */ Type.Unsafe<T.ComponentStatus>({
   description: "ComponentStatus (and ComponentStatusList) holds the cluster validation info. Deprecated: This API is deprecated in v1.19+",
   type: "object",
   properties: {
@@ -3357,13 +3357,13 @@ export const ComponentStatus = Type.Unsafe<T.ComponentStatus>({
       description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
       type: "string",
     },
-    metadata: { ...metav1.ObjectMeta, description: "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata" },
+    metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"),
   },
 });
 export type ComponentStatus = T.ComponentStatus;
 
 /** ConfigMap holds configuration data for pods to consume. */
-export const ConfigMap = Type.Unsafe<T.ConfigMap>({
+export const ConfigMap = /* @__PURE__ */ Type.Unsafe<T.ConfigMap>({
   description: "ConfigMap holds configuration data for pods to consume.",
   type: "object",
   properties: {
@@ -3394,13 +3394,13 @@ export const ConfigMap = Type.Unsafe<T.ConfigMap>({
       description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
       type: "string",
     },
-    metadata: { ...metav1.ObjectMeta, description: "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata" },
+    metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"),
   },
 });
 export type ConfigMap = T.ConfigMap;
 
 /** ConfigMapNodeConfigSource contains the information to reference a ConfigMap as a config source for the Node. This API is deprecated since 1.22: https://git.k8s.io/enhancements/keps/sig-node/281-dynamic-kubelet-configuration */
-export const ConfigMapNodeConfigSource = Type.Unsafe<T.ConfigMapNodeConfigSource>({
+export const ConfigMapNodeConfigSource = /* @__PURE__ */ Type.Unsafe<T.ConfigMapNodeConfigSource>({
   description: "ConfigMapNodeConfigSource contains the information to reference a ConfigMap as a config source for the Node. This API is deprecated since 1.22: https://git.k8s.io/enhancements/keps/sig-node/281-dynamic-kubelet-configuration",
   type: "object",
   properties: {
@@ -3430,7 +3430,7 @@ export const ConfigMapNodeConfigSource = Type.Unsafe<T.ConfigMapNodeConfigSource
 export type ConfigMapNodeConfigSource = T.ConfigMapNodeConfigSource;
 
 /** ContainerExtendedResourceRequest has the mapping of container name, extended resource name to the device request name. */
-export const ContainerExtendedResourceRequest = Type.Unsafe<T.ContainerExtendedResourceRequest>({
+export const ContainerExtendedResourceRequest = /* @__PURE__ */ Type.Unsafe<T.ContainerExtendedResourceRequest>({
   description: "ContainerExtendedResourceRequest has the mapping of container name, extended resource name to the device request name.",
   type: "object",
   properties: {
@@ -3452,7 +3452,7 @@ export const ContainerExtendedResourceRequest = Type.Unsafe<T.ContainerExtendedR
 export type ContainerExtendedResourceRequest = T.ContainerExtendedResourceRequest;
 
 /** Describe a container image */
-export const ContainerImage = Type.Unsafe<T.ContainerImage>({
+export const ContainerImage = /* @__PURE__ */ Type.Unsafe<T.ContainerImage>({
   description: "Describe a container image",
   type: "object",
   properties: {
@@ -3474,7 +3474,7 @@ export const ContainerImage = Type.Unsafe<T.ContainerImage>({
 export type ContainerImage = T.ContainerImage;
 
 /** ContainerStateRunning is a running state of a container. */
-export const ContainerStateRunning = Type.Unsafe<T.ContainerStateRunning>({
+export const ContainerStateRunning = /* @__PURE__ */ Type.Unsafe<T.ContainerStateRunning>({
   description: "ContainerStateRunning is a running state of a container.",
   type: "object",
   properties: {
@@ -3488,7 +3488,7 @@ export const ContainerStateRunning = Type.Unsafe<T.ContainerStateRunning>({
 export type ContainerStateRunning = T.ContainerStateRunning;
 
 /** ContainerStateTerminated is a terminated state of a container. */
-export const ContainerStateTerminated = Type.Unsafe<T.ContainerStateTerminated>({
+export const ContainerStateTerminated = /* @__PURE__ */ Type.Unsafe<T.ContainerStateTerminated>({
   description: "ContainerStateTerminated is a terminated state of a container.",
   type: "object",
   properties: {
@@ -3530,7 +3530,7 @@ export const ContainerStateTerminated = Type.Unsafe<T.ContainerStateTerminated>(
 export type ContainerStateTerminated = T.ContainerStateTerminated;
 
 /** ContainerStateWaiting is a waiting state of a container. */
-export const ContainerStateWaiting = Type.Unsafe<T.ContainerStateWaiting>({
+export const ContainerStateWaiting = /* @__PURE__ */ Type.Unsafe<T.ContainerStateWaiting>({
   description: "ContainerStateWaiting is a waiting state of a container.",
   type: "object",
   properties: {
@@ -3547,19 +3547,19 @@ export const ContainerStateWaiting = Type.Unsafe<T.ContainerStateWaiting>({
 export type ContainerStateWaiting = T.ContainerStateWaiting;
 
 /** ContainerState holds a possible state of container. Only one of its members may be specified. If none of them is specified, the default one is ContainerStateWaiting. */
-export const ContainerState = Type.Unsafe<T.ContainerState>({
+export const ContainerState = /* @__PURE__ */ Type.Unsafe<T.ContainerState>({
   description: "ContainerState holds a possible state of container. Only one of its members may be specified. If none of them is specified, the default one is ContainerStateWaiting.",
   type: "object",
   properties: {
-    running: { ...ContainerStateRunning, description: "Details about a running container" },
-    terminated: { ...ContainerStateTerminated, description: "Details about a terminated container" },
-    waiting: { ...ContainerStateWaiting, description: "Details about a waiting container" },
+    running: /* @__PURE__ */ described(ContainerStateRunning, "Details about a running container"),
+    terminated: /* @__PURE__ */ described(ContainerStateTerminated, "Details about a terminated container"),
+    waiting: /* @__PURE__ */ described(ContainerStateWaiting, "Details about a waiting container"),
   },
 });
 export type ContainerState = T.ContainerState;
 
 /** LinuxContainerUser represents user identity information in Linux containers */
-export const LinuxContainerUser = Type.Unsafe<T.LinuxContainerUser>({
+export const LinuxContainerUser = /* @__PURE__ */ Type.Unsafe<T.LinuxContainerUser>({
   description: "LinuxContainerUser represents user identity information in Linux containers",
   type: "object",
   properties: {
@@ -3588,17 +3588,17 @@ export const LinuxContainerUser = Type.Unsafe<T.LinuxContainerUser>({
 export type LinuxContainerUser = T.LinuxContainerUser;
 
 /** ContainerUser represents user identity information */
-export const ContainerUser = Type.Unsafe<T.ContainerUser>({
+export const ContainerUser = /* @__PURE__ */ Type.Unsafe<T.ContainerUser>({
   description: "ContainerUser represents user identity information",
   type: "object",
   properties: {
-    linux: { ...LinuxContainerUser, description: "Linux holds user identity information initially attached to the first process of the containers in Linux. Note that the actual running identity can be changed if the process has enough privilege to do so." },
+    linux: /* @__PURE__ */ described(LinuxContainerUser, "Linux holds user identity information initially attached to the first process of the containers in Linux. Note that the actual running identity can be changed if the process has enough privilege to do so."),
   },
 });
 export type ContainerUser = T.ContainerUser;
 
 /** ResourceHealth represents the health of a resource. It has the latest device health information. This is a part of KEP https://kep.k8s.io/4680. */
-export const ResourceHealth = Type.Unsafe<T.ResourceHealth>({
+export const ResourceHealth = /* @__PURE__ */ Type.Unsafe<T.ResourceHealth>({
   description: "ResourceHealth represents the health of a resource. It has the latest device health information. This is a part of KEP https://kep.k8s.io/4680.",
   type: "object",
   properties: {
@@ -3620,7 +3620,7 @@ export const ResourceHealth = Type.Unsafe<T.ResourceHealth>({
 export type ResourceHealth = T.ResourceHealth;
 
 /** ResourceStatus represents the status of a single resource allocated to a Pod. */
-export const ResourceStatus = Type.Unsafe<T.ResourceStatus>({
+export const ResourceStatus = /* @__PURE__ */ Type.Unsafe<T.ResourceStatus>({
   description: "ResourceStatus represents the status of a single resource allocated to a Pod.",
   type: "object",
   properties: {
@@ -3641,7 +3641,7 @@ export const ResourceStatus = Type.Unsafe<T.ResourceStatus>({
 export type ResourceStatus = T.ResourceStatus;
 
 /** ImageVolumeStatus represents the image-based volume status. */
-export const ImageVolumeStatus = Type.Unsafe<T.ImageVolumeStatus>({
+export const ImageVolumeStatus = /* @__PURE__ */ Type.Unsafe<T.ImageVolumeStatus>({
   description: "ImageVolumeStatus represents the image-based volume status.",
   type: "object",
   properties: {
@@ -3655,17 +3655,17 @@ export const ImageVolumeStatus = Type.Unsafe<T.ImageVolumeStatus>({
 export type ImageVolumeStatus = T.ImageVolumeStatus;
 
 /** VolumeStatus represents the status of a mounted volume. At most one of its members must be specified. */
-export const VolumeStatus = Type.Unsafe<T.VolumeStatus>({
+export const VolumeStatus = /* @__PURE__ */ Type.Unsafe<T.VolumeStatus>({
   description: "VolumeStatus represents the status of a mounted volume. At most one of its members must be specified.",
   type: "object",
   properties: {
-    image: { ...ImageVolumeStatus, description: "image represents an OCI object (a container image or artifact) pulled and mounted on the kubelet's host machine." },
+    image: /* @__PURE__ */ described(ImageVolumeStatus, "image represents an OCI object (a container image or artifact) pulled and mounted on the kubelet's host machine."),
   },
 });
 export type VolumeStatus = T.VolumeStatus;
 
 /** VolumeMountStatus shows status of volume mounts. */
-export const VolumeMountStatus = Type.Unsafe<T.VolumeMountStatus>({
+export const VolumeMountStatus = /* @__PURE__ */ Type.Unsafe<T.VolumeMountStatus>({
   description: "VolumeMountStatus shows status of volume mounts.",
   type: "object",
   properties: {
@@ -3685,21 +3685,21 @@ export const VolumeMountStatus = Type.Unsafe<T.VolumeMountStatus>({
       description: "RecursiveReadOnly must be set to Disabled, Enabled, or unspecified (for non-readonly mounts). An IfPossible value in the original VolumeMount must be translated to Disabled or Enabled, depending on the mount result.",
       type: "string",
     },
-    volumeStatus: { ...VolumeStatus, description: "volumeStatus represents volume-type-specific status about the mounted volume." },
+    volumeStatus: /* @__PURE__ */ described(VolumeStatus, "volumeStatus represents volume-type-specific status about the mounted volume."),
   },
   required: ["name","mountPath"],
 });
 export type VolumeMountStatus = T.VolumeMountStatus;
 
 /** ContainerStatus contains details for the current status of this container. */
-export const ContainerStatus = Type.Unsafe<T.ContainerStatus>({
+export const ContainerStatus = /* @__PURE__ */ Type.Unsafe<T.ContainerStatus>({
   description: "ContainerStatus contains details for the current status of this container.",
   type: "object",
   properties: {
     allocatedResources: {
       description: "AllocatedResources represents the compute resources allocated for this container by the node. Kubelet sets this value to Container.Resources.Requests upon successful pod admission and after successfully admitting desired pod resize.",
       type: "object",
-      additionalProperties: quantity(),
+      additionalProperties: /* @__PURE__ */ quantity(),
     },
     allocatedResourcesStatus: {
       description: "AllocatedResourcesStatus represents the status of various resources allocated for this Pod.",
@@ -3720,7 +3720,7 @@ export const ContainerStatus = Type.Unsafe<T.ContainerStatus>({
       description: "ImageID is the image ID of the container's image. The image ID may not match the image ID of the image used in the PodSpec, as it may have been resolved by the runtime.",
       type: "string",
     },
-    lastState: { ...ContainerState, description: "LastTerminationState holds the last termination state of the container to help debug container crashes and restarts. This field is not populated if the container is still running and RestartCount is 0." },
+    lastState: /* @__PURE__ */ described(ContainerState, "LastTerminationState holds the last termination state of the container to help debug container crashes and restarts. This field is not populated if the container is still running and RestartCount is 0."),
     name: {
       description: "Name is a DNS_LABEL representing the unique name of the container. Each container in a pod must have a unique name across all container types. Cannot be updated.",
       type: "string",
@@ -3729,7 +3729,7 @@ export const ContainerStatus = Type.Unsafe<T.ContainerStatus>({
       description: "Ready specifies whether the container is currently passing its readiness check. The value will change as readiness probes keep executing. If no readiness probes are specified, this field defaults to true once the container is fully started (see Started field).\n\nThe value is typically used to determine whether a container is ready to accept traffic.",
       type: "boolean",
     },
-    resources: { ...ResourceRequirements, description: "Resources represents the compute resource requests and limits that have been successfully enacted on the running container after it has been started or has been successfully resized." },
+    resources: /* @__PURE__ */ described(ResourceRequirements, "Resources represents the compute resource requests and limits that have been successfully enacted on the running container after it has been started or has been successfully resized."),
     restartCount: {
       description: "RestartCount holds the number of times the container has been restarted. Kubelet makes an effort to always increment the value, but there are cases when the state may be lost due to node restarts and then the value may be reset to 0. The value is never negative.",
       type: "integer",
@@ -3739,13 +3739,13 @@ export const ContainerStatus = Type.Unsafe<T.ContainerStatus>({
       description: "Started indicates whether the container has finished its postStart lifecycle hook and passed its startup probe. Initialized as false, becomes true after startupProbe is considered successful. Resets to false when the container is restarted, or if kubelet loses state temporarily. In both cases, startup probes will run again. Is always true when no startupProbe is defined and container is running and has passed the postStart lifecycle hook. The null value must be treated the same as false.",
       type: "boolean",
     },
-    state: { ...ContainerState, description: "State holds details about the container's current condition." },
+    state: /* @__PURE__ */ described(ContainerState, "State holds details about the container's current condition."),
     stopSignal: {
       description: "StopSignal reports the effective stop signal for this container\n\nPossible enum values:\n - `\"SIGABRT\"`\n - `\"SIGALRM\"`\n - `\"SIGBUS\"`\n - `\"SIGCHLD\"`\n - `\"SIGCLD\"`\n - `\"SIGCONT\"`\n - `\"SIGFPE\"`\n - `\"SIGHUP\"`\n - `\"SIGILL\"`\n - `\"SIGINT\"`\n - `\"SIGIO\"`\n - `\"SIGIOT\"`\n - `\"SIGKILL\"`\n - `\"SIGPIPE\"`\n - `\"SIGPOLL\"`\n - `\"SIGPROF\"`\n - `\"SIGPWR\"`\n - `\"SIGQUIT\"`\n - `\"SIGRTMAX\"`\n - `\"SIGRTMAX-1\"`\n - `\"SIGRTMAX-10\"`\n - `\"SIGRTMAX-11\"`\n - `\"SIGRTMAX-12\"`\n - `\"SIGRTMAX-13\"`\n - `\"SIGRTMAX-14\"`\n - `\"SIGRTMAX-2\"`\n - `\"SIGRTMAX-3\"`\n - `\"SIGRTMAX-4\"`\n - `\"SIGRTMAX-5\"`\n - `\"SIGRTMAX-6\"`\n - `\"SIGRTMAX-7\"`\n - `\"SIGRTMAX-8\"`\n - `\"SIGRTMAX-9\"`\n - `\"SIGRTMIN\"`\n - `\"SIGRTMIN+1\"`\n - `\"SIGRTMIN+10\"`\n - `\"SIGRTMIN+11\"`\n - `\"SIGRTMIN+12\"`\n - `\"SIGRTMIN+13\"`\n - `\"SIGRTMIN+14\"`\n - `\"SIGRTMIN+15\"`\n - `\"SIGRTMIN+2\"`\n - `\"SIGRTMIN+3\"`\n - `\"SIGRTMIN+4\"`\n - `\"SIGRTMIN+5\"`\n - `\"SIGRTMIN+6\"`\n - `\"SIGRTMIN+7\"`\n - `\"SIGRTMIN+8\"`\n - `\"SIGRTMIN+9\"`\n - `\"SIGSEGV\"`\n - `\"SIGSTKFLT\"`\n - `\"SIGSTOP\"`\n - `\"SIGSYS\"`\n - `\"SIGTERM\"`\n - `\"SIGTRAP\"`\n - `\"SIGTSTP\"`\n - `\"SIGTTIN\"`\n - `\"SIGTTOU\"`\n - `\"SIGURG\"`\n - `\"SIGUSR1\"`\n - `\"SIGUSR2\"`\n - `\"SIGVTALRM\"`\n - `\"SIGWINCH\"`\n - `\"SIGXCPU\"`\n - `\"SIGXFSZ\"`",
       type: "string",
       enum: ["SIGABRT","SIGALRM","SIGBUS","SIGCHLD","SIGCLD","SIGCONT","SIGFPE","SIGHUP","SIGILL","SIGINT","SIGIO","SIGIOT","SIGKILL","SIGPIPE","SIGPOLL","SIGPROF","SIGPWR","SIGQUIT","SIGRTMAX","SIGRTMAX-1","SIGRTMAX-10","SIGRTMAX-11","SIGRTMAX-12","SIGRTMAX-13","SIGRTMAX-14","SIGRTMAX-2","SIGRTMAX-3","SIGRTMAX-4","SIGRTMAX-5","SIGRTMAX-6","SIGRTMAX-7","SIGRTMAX-8","SIGRTMAX-9","SIGRTMIN","SIGRTMIN+1","SIGRTMIN+10","SIGRTMIN+11","SIGRTMIN+12","SIGRTMIN+13","SIGRTMIN+14","SIGRTMIN+15","SIGRTMIN+2","SIGRTMIN+3","SIGRTMIN+4","SIGRTMIN+5","SIGRTMIN+6","SIGRTMIN+7","SIGRTMIN+8","SIGRTMIN+9","SIGSEGV","SIGSTKFLT","SIGSTOP","SIGSYS","SIGTERM","SIGTRAP","SIGTSTP","SIGTTIN","SIGTTOU","SIGURG","SIGUSR1","SIGUSR2","SIGVTALRM","SIGWINCH","SIGXCPU","SIGXFSZ"],
     },
-    user: { ...ContainerUser, description: "User represents user identity information initially attached to the first process of the container" },
+    user: /* @__PURE__ */ described(ContainerUser, "User represents user identity information initially attached to the first process of the container"),
     volumeMounts: {
       description: "Status of volume mounts.",
       type: "array",
@@ -3759,7 +3759,7 @@ export const ContainerStatus = Type.Unsafe<T.ContainerStatus>({
 export type ContainerStatus = T.ContainerStatus;
 
 /** DaemonEndpoint contains information about a single Daemon endpoint. */
-export const DaemonEndpoint = Type.Unsafe<T.DaemonEndpoint>({
+export const DaemonEndpoint = /* @__PURE__ */ Type.Unsafe<T.DaemonEndpoint>({
   description: "DaemonEndpoint contains information about a single Daemon endpoint.",
   type: "object",
   properties: {
@@ -3774,7 +3774,7 @@ export const DaemonEndpoint = Type.Unsafe<T.DaemonEndpoint>({
 export type DaemonEndpoint = T.DaemonEndpoint;
 
 /** EndpointAddress is a tuple that describes single IP address. Deprecated: This API is deprecated in v1.33+. */
-export const EndpointAddress = Type.Unsafe<T.EndpointAddress>({
+export const EndpointAddress = /* @__PURE__ */ Type.Unsafe<T.EndpointAddress>({
   description: "EndpointAddress is a tuple that describes single IP address. Deprecated: This API is deprecated in v1.33+.",
   type: "object",
   properties: {
@@ -3790,7 +3790,7 @@ export const EndpointAddress = Type.Unsafe<T.EndpointAddress>({
       description: "Optional: Node hosting this endpoint. This can be used to determine endpoints local to a node.",
       type: "string",
     },
-    targetRef: { ...ObjectReference, description: "Reference to object providing the endpoint." },
+    targetRef: /* @__PURE__ */ described(ObjectReference, "Reference to object providing the endpoint."),
   },
   required: ["ip"],
   "x-kubernetes-map-type": "atomic",
@@ -3798,7 +3798,7 @@ export const EndpointAddress = Type.Unsafe<T.EndpointAddress>({
 export type EndpointAddress = T.EndpointAddress;
 
 /** EndpointPort is a tuple that describes a single port. Deprecated: This API is deprecated in v1.33+. */
-export const EndpointPort = Type.Unsafe<T.EndpointPort>({
+export const EndpointPort = /* @__PURE__ */ Type.Unsafe<T.EndpointPort>({
   description: "EndpointPort is a tuple that describes a single port. Deprecated: This API is deprecated in v1.33+.",
   type: "object",
   properties: {
@@ -3841,7 +3841,7 @@ export type EndpointPort = T.EndpointPort;
  *
  * Deprecated: This API is deprecated in v1.33+.
  */
-export const EndpointSubset = Type.Unsafe<T.EndpointSubset>({
+export const EndpointSubset = /* @__PURE__ */ Type.Unsafe<T.EndpointSubset>({
   description: "EndpointSubset is a group of addresses with a common set of ports. The expanded set of endpoints is the Cartesian product of Addresses x Ports. For example, given:\n\n\t{\n\t  Addresses: [{\"ip\": \"10.10.1.1\"}, {\"ip\": \"10.10.2.2\"}],\n\t  Ports:     [{\"name\": \"a\", \"port\": 8675}, {\"name\": \"b\", \"port\": 309}]\n\t}\n\nThe resulting set of endpoints can be viewed as:\n\n\ta: [ 10.10.1.1:8675, 10.10.2.2:8675 ],\n\tb: [ 10.10.1.1:309, 10.10.2.2:309 ]\n\nDeprecated: This API is deprecated in v1.33+.",
   type: "object",
   properties: {
@@ -3886,7 +3886,7 @@ export type EndpointSubset = T.EndpointSubset;
  *
  * Deprecated: This API is deprecated in v1.33+. Use discoveryv1.EndpointSlice.
  */
-export const Endpoints = Type.Unsafe<T.Endpoints>({
+export const Endpoints = /* @__PURE__ */ Type.Unsafe<T.Endpoints>({
   description: "Endpoints is a collection of endpoints that implement the actual service. Example:\n\n\t Name: \"mysvc\",\n\t Subsets: [\n\t   {\n\t     Addresses: [{\"ip\": \"10.10.1.1\"}, {\"ip\": \"10.10.2.2\"}],\n\t     Ports: [{\"name\": \"a\", \"port\": 8675}, {\"name\": \"b\", \"port\": 309}]\n\t   },\n\t   {\n\t     Addresses: [{\"ip\": \"10.10.3.3\"}],\n\t     Ports: [{\"name\": \"a\", \"port\": 93}, {\"name\": \"b\", \"port\": 76}]\n\t   },\n\t]\n\nEndpoints is a legacy API and does not contain information about all Service features. Use discoveryv1.EndpointSlice for complete information about Service endpoints.\n\nDeprecated: This API is deprecated in v1.33+. Use discoveryv1.EndpointSlice.",
   type: "object",
   properties: {
@@ -3898,7 +3898,7 @@ export const Endpoints = Type.Unsafe<T.Endpoints>({
       description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
       type: "string",
     },
-    metadata: { ...metav1.ObjectMeta, description: "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata" },
+    metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"),
     subsets: {
       description: "The set of all endpoints is the union of all subsets. Addresses are placed into subsets according to the IPs they share. A single address with multiple ports, some of which are ready and some of which are not (because they come from different containers) will result in the address being displayed in different subsets for the different ports. No address will appear in both Addresses and NotReadyAddresses in the same subset. Sets of addresses and ports that comprise a service.",
       type: "array",
@@ -3910,7 +3910,7 @@ export const Endpoints = Type.Unsafe<T.Endpoints>({
 export type Endpoints = T.Endpoints;
 
 /** EventSeries contain information on series of events, i.e. thing that was/is happening continuously for some time. */
-export const EventSeries = Type.Unsafe<T.EventSeries>({
+export const EventSeries = /* @__PURE__ */ Type.Unsafe<T.EventSeries>({
   description: "EventSeries contain information on series of events, i.e. thing that was/is happening continuously for some time.",
   type: "object",
   properties: {
@@ -3929,7 +3929,7 @@ export const EventSeries = Type.Unsafe<T.EventSeries>({
 export type EventSeries = T.EventSeries;
 
 /** EventSource contains information for an event. */
-export const EventSource = Type.Unsafe<T.EventSource>({
+export const EventSource = /* @__PURE__ */ Type.Unsafe<T.EventSource>({
   description: "EventSource contains information for an event.",
   type: "object",
   properties: {
@@ -3946,7 +3946,7 @@ export const EventSource = Type.Unsafe<T.EventSource>({
 export type EventSource = T.EventSource;
 
 /** Event is a report of an event somewhere in the cluster.  Events have a limited retention time and triggers and messages may evolve with time.  Event consumers should not rely on the timing of an event with a given Reason reflecting a consistent underlying trigger, or the continued existence of events with that Reason.  Events should be treated as informative, best-effort, supplemental data. */
-export const Event = Type.Unsafe<T.Event>({
+export const Event = /* @__PURE__ */ Type.Unsafe<T.Event>({
   description: "Event is a report of an event somewhere in the cluster.  Events have a limited retention time and triggers and messages may evolve with time.  Event consumers should not rely on the timing of an event with a given Reason reflecting a consistent underlying trigger, or the continued existence of events with that Reason.  Events should be treated as informative, best-effort, supplemental data.",
   type: "object",
   properties: {
@@ -3973,7 +3973,7 @@ export const Event = Type.Unsafe<T.Event>({
       type: "string",
       format: "date-time",
     },
-    involvedObject: { ...ObjectReference, description: "The object that this event is about." },
+    involvedObject: /* @__PURE__ */ described(ObjectReference, "The object that this event is about."),
     kind: {
       description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
       type: "string",
@@ -3987,12 +3987,12 @@ export const Event = Type.Unsafe<T.Event>({
       description: "A human-readable description of the status of this operation.",
       type: "string",
     },
-    metadata: { ...metav1.ObjectMeta, description: "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata" },
+    metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"),
     reason: {
       description: "This should be a short, machine understandable string that gives the reason for the transition into the object's current status.",
       type: "string",
     },
-    related: { ...ObjectReference, description: "Optional secondary object for more complex actions." },
+    related: /* @__PURE__ */ described(ObjectReference, "Optional secondary object for more complex actions."),
     reportingComponent: {
       description: "Name of the controller that emitted this Event, e.g. `kubernetes.io/kubelet`.",
       type: "string",
@@ -4001,8 +4001,8 @@ export const Event = Type.Unsafe<T.Event>({
       description: "ID of the controller instance, e.g. `kubelet-xyzf`.",
       type: "string",
     },
-    series: { ...EventSeries, description: "Data about the Event series this event represents or nil if it's a singleton Event." },
-    source: { ...EventSource, description: "The component reporting this event. Should be a short machine understandable string." },
+    series: /* @__PURE__ */ described(EventSeries, "Data about the Event series this event represents or nil if it's a singleton Event."),
+    source: /* @__PURE__ */ described(EventSource, "The component reporting this event. Should be a short machine understandable string."),
     type: {
       description: "Type of this event (Normal, Warning), new types could be added in the future",
       type: "string",
@@ -4013,7 +4013,7 @@ export const Event = Type.Unsafe<T.Event>({
 export type Event = T.Event;
 
 /** FlexPersistentVolumeSource represents a generic persistent volume resource that is provisioned/attached using an exec based plugin. */
-export const FlexPersistentVolumeSource = Type.Unsafe<T.FlexPersistentVolumeSource>({
+export const FlexPersistentVolumeSource = /* @__PURE__ */ Type.Unsafe<T.FlexPersistentVolumeSource>({
   description: "FlexPersistentVolumeSource represents a generic persistent volume resource that is provisioned/attached using an exec based plugin.",
   type: "object",
   properties: {
@@ -4036,14 +4036,14 @@ export const FlexPersistentVolumeSource = Type.Unsafe<T.FlexPersistentVolumeSour
       description: "readOnly is Optional: defaults to false (read/write). ReadOnly here will force the ReadOnly setting in VolumeMounts.",
       type: "boolean",
     },
-    secretRef: { ...SecretReference, description: "secretRef is Optional: SecretRef is reference to the secret object containing sensitive information to pass to the plugin scripts. This may be empty if no secret object is specified. If the secret object contains more than one secret, all secrets are passed to the plugin scripts." },
+    secretRef: /* @__PURE__ */ described(SecretReference, "secretRef is Optional: SecretRef is reference to the secret object containing sensitive information to pass to the plugin scripts. This may be empty if no secret object is specified. If the secret object contains more than one secret, all secrets are passed to the plugin scripts."),
   },
   required: ["driver"],
 });
 export type FlexPersistentVolumeSource = T.FlexPersistentVolumeSource;
 
 /** Represents a Glusterfs mount that lasts the lifetime of a pod. Glusterfs volumes do not support ownership management or SELinux relabeling. */
-export const GlusterfsPersistentVolumeSource = Type.Unsafe<T.GlusterfsPersistentVolumeSource>({
+export const GlusterfsPersistentVolumeSource = /* @__PURE__ */ Type.Unsafe<T.GlusterfsPersistentVolumeSource>({
   description: "Represents a Glusterfs mount that lasts the lifetime of a pod. Glusterfs volumes do not support ownership management or SELinux relabeling.",
   type: "object",
   properties: {
@@ -4069,7 +4069,7 @@ export const GlusterfsPersistentVolumeSource = Type.Unsafe<T.GlusterfsPersistent
 export type GlusterfsPersistentVolumeSource = T.GlusterfsPersistentVolumeSource;
 
 /** HostIP represents a single IP address allocated to the host. */
-export const HostIP = Type.Unsafe<T.HostIP>({
+export const HostIP = /* @__PURE__ */ Type.Unsafe<T.HostIP>({
   description: "HostIP represents a single IP address allocated to the host.",
   type: "object",
   properties: {
@@ -4083,7 +4083,7 @@ export const HostIP = Type.Unsafe<T.HostIP>({
 export type HostIP = T.HostIP;
 
 /** ISCSIPersistentVolumeSource represents an ISCSI disk. ISCSI volumes can only be mounted as read/write once. ISCSI volumes support ownership management and SELinux relabeling. */
-export const ISCSIPersistentVolumeSource = Type.Unsafe<T.ISCSIPersistentVolumeSource>({
+export const ISCSIPersistentVolumeSource = /* @__PURE__ */ Type.Unsafe<T.ISCSIPersistentVolumeSource>({
   description: "ISCSIPersistentVolumeSource represents an ISCSI disk. ISCSI volumes can only be mounted as read/write once. ISCSI volumes support ownership management and SELinux relabeling.",
   type: "object",
   properties: {
@@ -4129,7 +4129,7 @@ export const ISCSIPersistentVolumeSource = Type.Unsafe<T.ISCSIPersistentVolumeSo
       description: "readOnly here will force the ReadOnly setting in VolumeMounts. Defaults to false.",
       type: "boolean",
     },
-    secretRef: { ...SecretReference, description: "secretRef is the CHAP Secret for iSCSI target and initiator authentication" },
+    secretRef: /* @__PURE__ */ described(SecretReference, "secretRef is the CHAP Secret for iSCSI target and initiator authentication"),
     targetPortal: {
       description: "targetPortal is iSCSI Target Portal. The Portal is either an IP or ip_addr:port if the port is other than default (typically TCP ports 860 and 3260).",
       type: "string",
@@ -4140,34 +4140,34 @@ export const ISCSIPersistentVolumeSource = Type.Unsafe<T.ISCSIPersistentVolumeSo
 export type ISCSIPersistentVolumeSource = T.ISCSIPersistentVolumeSource;
 
 /** LimitRangeItem defines a min/max usage limit for any resource that matches on kind. */
-export const LimitRangeItem = Type.Unsafe<T.LimitRangeItem>({
+export const LimitRangeItem = /* @__PURE__ */ Type.Unsafe<T.LimitRangeItem>({
   description: "LimitRangeItem defines a min/max usage limit for any resource that matches on kind.",
   type: "object",
   properties: {
     default: {
       description: "Default resource requirement limit value by resource name if resource limit is omitted.",
       type: "object",
-      additionalProperties: quantity(),
+      additionalProperties: /* @__PURE__ */ quantity(),
     },
     defaultRequest: {
       description: "DefaultRequest is the default resource requirement request value by resource name if resource request is omitted.",
       type: "object",
-      additionalProperties: quantity(),
+      additionalProperties: /* @__PURE__ */ quantity(),
     },
     max: {
       description: "Max usage constraints on this kind by resource name.",
       type: "object",
-      additionalProperties: quantity(),
+      additionalProperties: /* @__PURE__ */ quantity(),
     },
     maxLimitRequestRatio: {
       description: "MaxLimitRequestRatio if specified, the named resource must have a request and limit that are both non-zero where limit divided by request is less than or equal to the enumerated value; this represents the max burst for the named resource.",
       type: "object",
-      additionalProperties: quantity(),
+      additionalProperties: /* @__PURE__ */ quantity(),
     },
     min: {
       description: "Min usage constraints on this kind by resource name.",
       type: "object",
-      additionalProperties: quantity(),
+      additionalProperties: /* @__PURE__ */ quantity(),
     },
     type: {
       description: "Type of resource that this limit applies to.",
@@ -4179,7 +4179,7 @@ export const LimitRangeItem = Type.Unsafe<T.LimitRangeItem>({
 export type LimitRangeItem = T.LimitRangeItem;
 
 /** LimitRangeSpec defines a min/max usage limit for resources that match on kind. */
-export const LimitRangeSpec = Type.Unsafe<T.LimitRangeSpec>({
+export const LimitRangeSpec = /* @__PURE__ */ Type.Unsafe<T.LimitRangeSpec>({
   description: "LimitRangeSpec defines a min/max usage limit for resources that match on kind.",
   type: "object",
   properties: {
@@ -4195,7 +4195,7 @@ export const LimitRangeSpec = Type.Unsafe<T.LimitRangeSpec>({
 export type LimitRangeSpec = T.LimitRangeSpec;
 
 /** LimitRange sets resource usage limits for each kind of resource in a Namespace. */
-export const LimitRange = Type.Unsafe<T.LimitRange>({
+export const LimitRange = /* @__PURE__ */ Type.Unsafe<T.LimitRange>({
   description: "LimitRange sets resource usage limits for each kind of resource in a Namespace.",
   type: "object",
   properties: {
@@ -4207,14 +4207,14 @@ export const LimitRange = Type.Unsafe<T.LimitRange>({
       description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
       type: "string",
     },
-    metadata: { ...metav1.ObjectMeta, description: "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata" },
-    spec: { ...LimitRangeSpec, description: "Spec defines the limits enforced. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status" },
+    metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"),
+    spec: /* @__PURE__ */ described(LimitRangeSpec, "Spec defines the limits enforced. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status"),
   },
 });
 export type LimitRange = T.LimitRange;
 
 /** PortStatus represents the error condition of a service port */
-export const PortStatus = Type.Unsafe<T.PortStatus>({
+export const PortStatus = /* @__PURE__ */ Type.Unsafe<T.PortStatus>({
   description: "PortStatus represents the error condition of a service port",
   type: "object",
   properties: {
@@ -4238,7 +4238,7 @@ export const PortStatus = Type.Unsafe<T.PortStatus>({
 export type PortStatus = T.PortStatus;
 
 /** LoadBalancerIngress represents the status of a load-balancer ingress point: traffic intended for the service should be sent to an ingress point. */
-export const LoadBalancerIngress = Type.Unsafe<T.LoadBalancerIngress>({
+export const LoadBalancerIngress = /* @__PURE__ */ Type.Unsafe<T.LoadBalancerIngress>({
   description: "LoadBalancerIngress represents the status of a load-balancer ingress point: traffic intended for the service should be sent to an ingress point.",
   type: "object",
   properties: {
@@ -4265,7 +4265,7 @@ export const LoadBalancerIngress = Type.Unsafe<T.LoadBalancerIngress>({
 export type LoadBalancerIngress = T.LoadBalancerIngress;
 
 /** LoadBalancerStatus represents the status of a load-balancer. */
-export const LoadBalancerStatus = Type.Unsafe<T.LoadBalancerStatus>({
+export const LoadBalancerStatus = /* @__PURE__ */ Type.Unsafe<T.LoadBalancerStatus>({
   description: "LoadBalancerStatus represents the status of a load-balancer.",
   type: "object",
   properties: {
@@ -4280,7 +4280,7 @@ export const LoadBalancerStatus = Type.Unsafe<T.LoadBalancerStatus>({
 export type LoadBalancerStatus = T.LoadBalancerStatus;
 
 /** Local represents directly-attached storage with node affinity */
-export const LocalVolumeSource = Type.Unsafe<T.LocalVolumeSource>({
+export const LocalVolumeSource = /* @__PURE__ */ Type.Unsafe<T.LocalVolumeSource>({
   description: "Local represents directly-attached storage with node affinity",
   type: "object",
   properties: {
@@ -4298,7 +4298,7 @@ export const LocalVolumeSource = Type.Unsafe<T.LocalVolumeSource>({
 export type LocalVolumeSource = T.LocalVolumeSource;
 
 /** NamespaceSpec describes the attributes on a Namespace. */
-export const NamespaceSpec = Type.Unsafe<T.NamespaceSpec>({
+export const NamespaceSpec = /* @__PURE__ */ Type.Unsafe<T.NamespaceSpec>({
   description: "NamespaceSpec describes the attributes on a Namespace.",
   type: "object",
   properties: {
@@ -4315,7 +4315,7 @@ export const NamespaceSpec = Type.Unsafe<T.NamespaceSpec>({
 export type NamespaceSpec = T.NamespaceSpec;
 
 /** NamespaceCondition contains details about state of namespace. */
-export const NamespaceCondition = Type.Unsafe<T.NamespaceCondition>({
+export const NamespaceCondition = /* @__PURE__ */ Type.Unsafe<T.NamespaceCondition>({
   description: "NamespaceCondition contains details about state of namespace.",
   type: "object",
   properties: {
@@ -4346,7 +4346,7 @@ export const NamespaceCondition = Type.Unsafe<T.NamespaceCondition>({
 export type NamespaceCondition = T.NamespaceCondition;
 
 /** NamespaceStatus is information about the current status of a Namespace. */
-export const NamespaceStatus = Type.Unsafe<T.NamespaceStatus>({
+export const NamespaceStatus = /* @__PURE__ */ Type.Unsafe<T.NamespaceStatus>({
   description: "NamespaceStatus is information about the current status of a Namespace.",
   type: "object",
   properties: {
@@ -4367,7 +4367,7 @@ export const NamespaceStatus = Type.Unsafe<T.NamespaceStatus>({
 export type NamespaceStatus = T.NamespaceStatus;
 
 /** Namespace provides a scope for Names. Use of multiple namespaces is optional. */
-export const Namespace = Type.Unsafe<T.Namespace>({
+export const Namespace = /* @__PURE__ */ Type.Unsafe<T.Namespace>({
   description: "Namespace provides a scope for Names. Use of multiple namespaces is optional.",
   type: "object",
   properties: {
@@ -4379,25 +4379,25 @@ export const Namespace = Type.Unsafe<T.Namespace>({
       description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
       type: "string",
     },
-    metadata: { ...metav1.ObjectMeta, description: "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata" },
-    spec: { ...NamespaceSpec, description: "Spec defines the behavior of the Namespace. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status" },
-    status: { ...NamespaceStatus, description: "Status describes the current status of a Namespace. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status" },
+    metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"),
+    spec: /* @__PURE__ */ described(NamespaceSpec, "Spec defines the behavior of the Namespace. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status"),
+    status: /* @__PURE__ */ described(NamespaceStatus, "Status describes the current status of a Namespace. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status"),
   },
 });
 export type Namespace = T.Namespace;
 
 /** NodeConfigSource specifies a source of node configuration. Exactly one subfield (excluding metadata) must be non-nil. This API is deprecated since 1.22 */
-export const NodeConfigSource = Type.Unsafe<T.NodeConfigSource>({
+export const NodeConfigSource = /* @__PURE__ */ Type.Unsafe<T.NodeConfigSource>({
   description: "NodeConfigSource specifies a source of node configuration. Exactly one subfield (excluding metadata) must be non-nil. This API is deprecated since 1.22",
   type: "object",
   properties: {
-    configMap: { ...ConfigMapNodeConfigSource, description: "ConfigMap is a reference to a Node's ConfigMap" },
+    configMap: /* @__PURE__ */ described(ConfigMapNodeConfigSource, "ConfigMap is a reference to a Node's ConfigMap"),
   },
 });
 export type NodeConfigSource = T.NodeConfigSource;
 
 /** The node this Taint is attached to has the "effect" on any pod that does not tolerate the Taint. */
-export const Taint = Type.Unsafe<T.Taint>({
+export const Taint = /* @__PURE__ */ Type.Unsafe<T.Taint>({
   description: "The node this Taint is attached to has the \"effect\" on any pod that does not tolerate the Taint.",
   type: "object",
   properties: {
@@ -4425,11 +4425,11 @@ export const Taint = Type.Unsafe<T.Taint>({
 export type Taint = T.Taint;
 
 /** NodeSpec describes the attributes that a node is created with. */
-export const NodeSpec = Type.Unsafe<T.NodeSpec>({
+export const NodeSpec = /* @__PURE__ */ Type.Unsafe<T.NodeSpec>({
   description: "NodeSpec describes the attributes that a node is created with.",
   type: "object",
   properties: {
-    configSource: { ...NodeConfigSource, description: "Deprecated: Previously used to specify the source of the node's configuration for the DynamicKubeletConfig feature. This feature is removed." },
+    configSource: /* @__PURE__ */ described(NodeConfigSource, "Deprecated: Previously used to specify the source of the node's configuration for the DynamicKubeletConfig feature. This feature is removed."),
     externalID: {
       description: "Deprecated. Not all kubelets will set this field. Remove field after 1.13. see: https://issues.k8s.io/61966",
       type: "string",
@@ -4465,7 +4465,7 @@ export const NodeSpec = Type.Unsafe<T.NodeSpec>({
 export type NodeSpec = T.NodeSpec;
 
 /** NodeAddress contains information for the node's address. */
-export const NodeAddress = Type.Unsafe<T.NodeAddress>({
+export const NodeAddress = /* @__PURE__ */ Type.Unsafe<T.NodeAddress>({
   description: "NodeAddress contains information for the node's address.",
   type: "object",
   properties: {
@@ -4483,7 +4483,7 @@ export const NodeAddress = Type.Unsafe<T.NodeAddress>({
 export type NodeAddress = T.NodeAddress;
 
 /** NodeCondition contains condition information for a node. */
-export const NodeCondition = Type.Unsafe<T.NodeCondition>({
+export const NodeCondition = /* @__PURE__ */ Type.Unsafe<T.NodeCondition>({
   description: "NodeCondition contains condition information for a node.",
   type: "object",
   properties: {
@@ -4519,33 +4519,33 @@ export const NodeCondition = Type.Unsafe<T.NodeCondition>({
 export type NodeCondition = T.NodeCondition;
 
 /** NodeConfigStatus describes the status of the config assigned by Node.Spec.ConfigSource. */
-export const NodeConfigStatus = Type.Unsafe<T.NodeConfigStatus>({
+export const NodeConfigStatus = /* @__PURE__ */ Type.Unsafe<T.NodeConfigStatus>({
   description: "NodeConfigStatus describes the status of the config assigned by Node.Spec.ConfigSource.",
   type: "object",
   properties: {
-    active: { ...NodeConfigSource, description: "Active reports the checkpointed config the node is actively using. Active will represent either the current version of the Assigned config, or the current LastKnownGood config, depending on whether attempting to use the Assigned config results in an error." },
-    assigned: { ...NodeConfigSource, description: "Assigned reports the checkpointed config the node will try to use. When Node.Spec.ConfigSource is updated, the node checkpoints the associated config payload to local disk, along with a record indicating intended config. The node refers to this record to choose its config checkpoint, and reports this record in Assigned. Assigned only updates in the status after the record has been checkpointed to disk. When the Kubelet is restarted, it tries to make the Assigned config the Active config by loading and validating the checkpointed payload identified by Assigned." },
+    active: /* @__PURE__ */ described(NodeConfigSource, "Active reports the checkpointed config the node is actively using. Active will represent either the current version of the Assigned config, or the current LastKnownGood config, depending on whether attempting to use the Assigned config results in an error."),
+    assigned: /* @__PURE__ */ described(NodeConfigSource, "Assigned reports the checkpointed config the node will try to use. When Node.Spec.ConfigSource is updated, the node checkpoints the associated config payload to local disk, along with a record indicating intended config. The node refers to this record to choose its config checkpoint, and reports this record in Assigned. Assigned only updates in the status after the record has been checkpointed to disk. When the Kubelet is restarted, it tries to make the Assigned config the Active config by loading and validating the checkpointed payload identified by Assigned."),
     error: {
       description: "Error describes any problems reconciling the Spec.ConfigSource to the Active config. Errors may occur, for example, attempting to checkpoint Spec.ConfigSource to the local Assigned record, attempting to checkpoint the payload associated with Spec.ConfigSource, attempting to load or validate the Assigned config, etc. Errors may occur at different points while syncing config. Earlier errors (e.g. download or checkpointing errors) will not result in a rollback to LastKnownGood, and may resolve across Kubelet retries. Later errors (e.g. loading or validating a checkpointed config) will result in a rollback to LastKnownGood. In the latter case, it is usually possible to resolve the error by fixing the config assigned in Spec.ConfigSource. You can find additional information for debugging by searching the error message in the Kubelet log. Error is a human-readable description of the error state; machines can check whether or not Error is empty, but should not rely on the stability of the Error text across Kubelet versions.",
       type: "string",
     },
-    lastKnownGood: { ...NodeConfigSource, description: "LastKnownGood reports the checkpointed config the node will fall back to when it encounters an error attempting to use the Assigned config. The Assigned config becomes the LastKnownGood config when the node determines that the Assigned config is stable and correct. This is currently implemented as a 10-minute soak period starting when the local record of Assigned config is updated. If the Assigned config is Active at the end of this period, it becomes the LastKnownGood. Note that if Spec.ConfigSource is reset to nil (use local defaults), the LastKnownGood is also immediately reset to nil, because the local default config is always assumed good. You should not make assumptions about the node's method of determining config stability and correctness, as this may change or become configurable in the future." },
+    lastKnownGood: /* @__PURE__ */ described(NodeConfigSource, "LastKnownGood reports the checkpointed config the node will fall back to when it encounters an error attempting to use the Assigned config. The Assigned config becomes the LastKnownGood config when the node determines that the Assigned config is stable and correct. This is currently implemented as a 10-minute soak period starting when the local record of Assigned config is updated. If the Assigned config is Active at the end of this period, it becomes the LastKnownGood. Note that if Spec.ConfigSource is reset to nil (use local defaults), the LastKnownGood is also immediately reset to nil, because the local default config is always assumed good. You should not make assumptions about the node's method of determining config stability and correctness, as this may change or become configurable in the future."),
   },
 });
 export type NodeConfigStatus = T.NodeConfigStatus;
 
 /** NodeDaemonEndpoints lists ports opened by daemons running on the Node. */
-export const NodeDaemonEndpoints = Type.Unsafe<T.NodeDaemonEndpoints>({
+export const NodeDaemonEndpoints = /* @__PURE__ */ Type.Unsafe<T.NodeDaemonEndpoints>({
   description: "NodeDaemonEndpoints lists ports opened by daemons running on the Node.",
   type: "object",
   properties: {
-    kubeletEndpoint: { ...DaemonEndpoint, description: "Endpoint on which Kubelet is listening." },
+    kubeletEndpoint: /* @__PURE__ */ described(DaemonEndpoint, "Endpoint on which Kubelet is listening."),
   },
 });
 export type NodeDaemonEndpoints = T.NodeDaemonEndpoints;
 
 /** NodeFeatures describes the set of features implemented by the CRI implementation. The features contained in the NodeFeatures should depend only on the cri implementation independent of runtime handlers. */
-export const NodeFeatures = Type.Unsafe<T.NodeFeatures>({
+export const NodeFeatures = /* @__PURE__ */ Type.Unsafe<T.NodeFeatures>({
   description: "NodeFeatures describes the set of features implemented by the CRI implementation. The features contained in the NodeFeatures should depend only on the cri implementation independent of runtime handlers.",
   type: "object",
   properties: {
@@ -4558,7 +4558,7 @@ export const NodeFeatures = Type.Unsafe<T.NodeFeatures>({
 export type NodeFeatures = T.NodeFeatures;
 
 /** NodeRuntimeHandlerFeatures is a set of features implemented by the runtime handler. */
-export const NodeRuntimeHandlerFeatures = Type.Unsafe<T.NodeRuntimeHandlerFeatures>({
+export const NodeRuntimeHandlerFeatures = /* @__PURE__ */ Type.Unsafe<T.NodeRuntimeHandlerFeatures>({
   description: "NodeRuntimeHandlerFeatures is a set of features implemented by the runtime handler.",
   type: "object",
   properties: {
@@ -4575,11 +4575,11 @@ export const NodeRuntimeHandlerFeatures = Type.Unsafe<T.NodeRuntimeHandlerFeatur
 export type NodeRuntimeHandlerFeatures = T.NodeRuntimeHandlerFeatures;
 
 /** NodeRuntimeHandler is a set of runtime handler information. */
-export const NodeRuntimeHandler = Type.Unsafe<T.NodeRuntimeHandler>({
+export const NodeRuntimeHandler = /* @__PURE__ */ Type.Unsafe<T.NodeRuntimeHandler>({
   description: "NodeRuntimeHandler is a set of runtime handler information.",
   type: "object",
   properties: {
-    features: { ...NodeRuntimeHandlerFeatures, description: "Supported features." },
+    features: /* @__PURE__ */ described(NodeRuntimeHandlerFeatures, "Supported features."),
     name: {
       description: "Runtime handler name. Empty for the default runtime handler.",
       type: "string",
@@ -4589,7 +4589,7 @@ export const NodeRuntimeHandler = Type.Unsafe<T.NodeRuntimeHandler>({
 export type NodeRuntimeHandler = T.NodeRuntimeHandler;
 
 /** NodeSwapStatus represents swap memory information. */
-export const NodeSwapStatus = Type.Unsafe<T.NodeSwapStatus>({
+export const NodeSwapStatus = /* @__PURE__ */ Type.Unsafe<T.NodeSwapStatus>({
   description: "NodeSwapStatus represents swap memory information.",
   type: "object",
   properties: {
@@ -4603,7 +4603,7 @@ export const NodeSwapStatus = Type.Unsafe<T.NodeSwapStatus>({
 export type NodeSwapStatus = T.NodeSwapStatus;
 
 /** NodeSystemInfo is a set of ids/uuids to uniquely identify the node. */
-export const NodeSystemInfo = Type.Unsafe<T.NodeSystemInfo>({
+export const NodeSystemInfo = /* @__PURE__ */ Type.Unsafe<T.NodeSystemInfo>({
   description: "NodeSystemInfo is a set of ids/uuids to uniquely identify the node.",
   type: "object",
   properties: {
@@ -4643,7 +4643,7 @@ export const NodeSystemInfo = Type.Unsafe<T.NodeSystemInfo>({
       description: "OS Image reported by the node from /etc/os-release (e.g. Debian GNU/Linux 7 (wheezy)).",
       type: "string",
     },
-    swap: { ...NodeSwapStatus, description: "Swap Info reported by the node." },
+    swap: /* @__PURE__ */ described(NodeSwapStatus, "Swap Info reported by the node."),
     systemUUID: {
       description: "SystemUUID reported by the node. For unique machine identification MachineID is preferred. This field is specific to Red Hat hosts https://access.redhat.com/documentation/en-us/red_hat_subscription_management/1/html/rhsm/uuid",
       type: "string",
@@ -4654,7 +4654,7 @@ export const NodeSystemInfo = Type.Unsafe<T.NodeSystemInfo>({
 export type NodeSystemInfo = T.NodeSystemInfo;
 
 /** NodeStatus is information about the current status of a node. */
-export const NodeStatus = Type.Unsafe<T.NodeStatus>({
+export const NodeStatus = /* @__PURE__ */ Type.Unsafe<T.NodeStatus>({
   description: "NodeStatus is information about the current status of a node.",
   type: "object",
   properties: {
@@ -4668,12 +4668,12 @@ export const NodeStatus = Type.Unsafe<T.NodeStatus>({
     allocatable: {
       description: "Allocatable represents the resources of a node that are available for scheduling. Defaults to Capacity.",
       type: "object",
-      additionalProperties: quantity(),
+      additionalProperties: /* @__PURE__ */ quantity(),
     },
     capacity: {
       description: "Capacity represents the total resources of a node. More info: https://kubernetes.io/docs/reference/node/node-status/#capacity",
       type: "object",
-      additionalProperties: quantity(),
+      additionalProperties: /* @__PURE__ */ quantity(),
     },
     conditions: {
       description: "Conditions is an array of current observed node conditions. More info: https://kubernetes.io/docs/reference/node/node-status/#condition",
@@ -4682,8 +4682,8 @@ export const NodeStatus = Type.Unsafe<T.NodeStatus>({
       "x-kubernetes-list-type": "map",
       "x-kubernetes-list-map-keys": ["type"],
     },
-    config: { ...NodeConfigStatus, description: "Status of the config assigned to the node via the dynamic Kubelet config feature." },
-    daemonEndpoints: { ...NodeDaemonEndpoints, description: "Endpoints of daemons running on the Node." },
+    config: /* @__PURE__ */ described(NodeConfigStatus, "Status of the config assigned to the node via the dynamic Kubelet config feature."),
+    daemonEndpoints: /* @__PURE__ */ described(NodeDaemonEndpoints, "Endpoints of daemons running on the Node."),
     declaredFeatures: {
       description: "DeclaredFeatures represents the features related to feature gates that are declared by the node.",
       type: "array",
@@ -4692,14 +4692,14 @@ export const NodeStatus = Type.Unsafe<T.NodeStatus>({
       },
       "x-kubernetes-list-type": "atomic",
     },
-    features: { ...NodeFeatures, description: "Features describes the set of features implemented by the CRI implementation." },
+    features: /* @__PURE__ */ described(NodeFeatures, "Features describes the set of features implemented by the CRI implementation."),
     images: {
       description: "List of container images on this node",
       type: "array",
       items: ContainerImage,
       "x-kubernetes-list-type": "atomic",
     },
-    nodeInfo: { ...NodeSystemInfo, description: "Set of ids/uuids to uniquely identify the node. More info: https://kubernetes.io/docs/reference/node/node-status/#info" },
+    nodeInfo: /* @__PURE__ */ described(NodeSystemInfo, "Set of ids/uuids to uniquely identify the node. More info: https://kubernetes.io/docs/reference/node/node-status/#info"),
     phase: {
       description: "NodePhase is the recently observed lifecycle phase of the node. More info: https://kubernetes.io/docs/concepts/nodes/node/#phase The field is never populated, and now is deprecated.\n\nPossible enum values:\n - `\"Pending\"` means the node has been created/added by the system, but not configured.\n - `\"Running\"` means the node has been configured and has Kubernetes components running.\n - `\"Terminated\"` means the node has been removed from the cluster.",
       type: "string",
@@ -4730,7 +4730,7 @@ export const NodeStatus = Type.Unsafe<T.NodeStatus>({
 export type NodeStatus = T.NodeStatus;
 
 /** Node is a worker node in Kubernetes. Each node will have a unique identifier in the cache (i.e. in etcd). */
-export const Node = Type.Unsafe<T.Node>({
+export const Node = /* @__PURE__ */ Type.Unsafe<T.Node>({
   description: "Node is a worker node in Kubernetes. Each node will have a unique identifier in the cache (i.e. in etcd).",
   type: "object",
   properties: {
@@ -4742,15 +4742,15 @@ export const Node = Type.Unsafe<T.Node>({
       description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
       type: "string",
     },
-    metadata: { ...metav1.ObjectMeta, description: "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata" },
-    spec: { ...NodeSpec, description: "Spec defines the behavior of a node. https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status" },
-    status: { ...NodeStatus, description: "Most recently observed status of the node. Populated by the system. Read-only. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status" },
+    metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"),
+    spec: /* @__PURE__ */ described(NodeSpec, "Spec defines the behavior of a node. https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status"),
+    status: /* @__PURE__ */ described(NodeStatus, "Most recently observed status of the node. Populated by the system. Read-only. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status"),
   },
 });
 export type Node = T.Node;
 
 /** NodeAllocatableResourceClaimStatus describes the status of node allocatable resources allocated via DRA. */
-export const NodeAllocatableResourceClaimStatus = Type.Unsafe<T.NodeAllocatableResourceClaimStatus>({
+export const NodeAllocatableResourceClaimStatus = /* @__PURE__ */ Type.Unsafe<T.NodeAllocatableResourceClaimStatus>({
   description: "NodeAllocatableResourceClaimStatus describes the status of node allocatable resources allocated via DRA.",
   type: "object",
   properties: {
@@ -4769,7 +4769,7 @@ export const NodeAllocatableResourceClaimStatus = Type.Unsafe<T.NodeAllocatableR
     resources: {
       description: "Resources is a map of the node-allocatable resource name to the aggregate quantity allocated to the claim.",
       type: "object",
-      additionalProperties: quantity(),
+      additionalProperties: /* @__PURE__ */ quantity(),
     },
   },
   required: ["resourceClaimName","resources"],
@@ -4777,7 +4777,7 @@ export const NodeAllocatableResourceClaimStatus = Type.Unsafe<T.NodeAllocatableR
 export type NodeAllocatableResourceClaimStatus = T.NodeAllocatableResourceClaimStatus;
 
 /** Represents a Rados Block Device mount that lasts the lifetime of a pod. RBD volumes support ownership management and SELinux relabeling. */
-export const RBDPersistentVolumeSource = Type.Unsafe<T.RBDPersistentVolumeSource>({
+export const RBDPersistentVolumeSource = /* @__PURE__ */ Type.Unsafe<T.RBDPersistentVolumeSource>({
   description: "Represents a Rados Block Device mount that lasts the lifetime of a pod. RBD volumes support ownership management and SELinux relabeling.",
   type: "object",
   properties: {
@@ -4811,7 +4811,7 @@ export const RBDPersistentVolumeSource = Type.Unsafe<T.RBDPersistentVolumeSource
       description: "readOnly here will force the ReadOnly setting in VolumeMounts. Defaults to false. More info: https://examples.k8s.io/volumes/rbd/README.md#how-to-use-it",
       type: "boolean",
     },
-    secretRef: { ...SecretReference, description: "secretRef is name of the authentication secret for RBDUser. If provided overrides keyring. Default is nil. More info: https://examples.k8s.io/volumes/rbd/README.md#how-to-use-it" },
+    secretRef: /* @__PURE__ */ described(SecretReference, "secretRef is name of the authentication secret for RBDUser. If provided overrides keyring. Default is nil. More info: https://examples.k8s.io/volumes/rbd/README.md#how-to-use-it"),
     user: {
       description: "user is the rados user name. Default is admin. More info: https://examples.k8s.io/volumes/rbd/README.md#how-to-use-it",
       type: "string",
@@ -4823,7 +4823,7 @@ export const RBDPersistentVolumeSource = Type.Unsafe<T.RBDPersistentVolumeSource
 export type RBDPersistentVolumeSource = T.RBDPersistentVolumeSource;
 
 /** ScaleIOPersistentVolumeSource represents a persistent ScaleIO volume */
-export const ScaleIOPersistentVolumeSource = Type.Unsafe<T.ScaleIOPersistentVolumeSource>({
+export const ScaleIOPersistentVolumeSource = /* @__PURE__ */ Type.Unsafe<T.ScaleIOPersistentVolumeSource>({
   description: "ScaleIOPersistentVolumeSource represents a persistent ScaleIO volume",
   type: "object",
   properties: {
@@ -4844,7 +4844,7 @@ export const ScaleIOPersistentVolumeSource = Type.Unsafe<T.ScaleIOPersistentVolu
       description: "readOnly defaults to false (read/write). ReadOnly here will force the ReadOnly setting in VolumeMounts.",
       type: "boolean",
     },
-    secretRef: { ...SecretReference, description: "secretRef references to the secret for ScaleIO user and other sensitive information. If this is not provided, Login operation will fail." },
+    secretRef: /* @__PURE__ */ described(SecretReference, "secretRef references to the secret for ScaleIO user and other sensitive information. If this is not provided, Login operation will fail."),
     sslEnabled: {
       description: "sslEnabled is the flag to enable/disable SSL communication with Gateway, default false",
       type: "boolean",
@@ -4872,7 +4872,7 @@ export const ScaleIOPersistentVolumeSource = Type.Unsafe<T.ScaleIOPersistentVolu
 export type ScaleIOPersistentVolumeSource = T.ScaleIOPersistentVolumeSource;
 
 /** Represents a StorageOS persistent volume resource. */
-export const StorageOSPersistentVolumeSource = Type.Unsafe<T.StorageOSPersistentVolumeSource>({
+export const StorageOSPersistentVolumeSource = /* @__PURE__ */ Type.Unsafe<T.StorageOSPersistentVolumeSource>({
   description: "Represents a StorageOS persistent volume resource.",
   type: "object",
   properties: {
@@ -4884,7 +4884,7 @@ export const StorageOSPersistentVolumeSource = Type.Unsafe<T.StorageOSPersistent
       description: "readOnly defaults to false (read/write). ReadOnly here will force the ReadOnly setting in VolumeMounts.",
       type: "boolean",
     },
-    secretRef: { ...ObjectReference, description: "secretRef specifies the secret to use for obtaining the StorageOS API credentials.  If not specified, default values will be attempted." },
+    secretRef: /* @__PURE__ */ described(ObjectReference, "secretRef specifies the secret to use for obtaining the StorageOS API credentials.  If not specified, default values will be attempted."),
     volumeName: {
       description: "volumeName is the human-readable name of the StorageOS volume.  Volume names are only unique within a namespace.",
       type: "string",
@@ -4898,17 +4898,17 @@ export const StorageOSPersistentVolumeSource = Type.Unsafe<T.StorageOSPersistent
 export type StorageOSPersistentVolumeSource = T.StorageOSPersistentVolumeSource;
 
 /** VolumeNodeAffinity defines constraints that limit what nodes this volume can be accessed from. */
-export const VolumeNodeAffinity = Type.Unsafe<T.VolumeNodeAffinity>({
+export const VolumeNodeAffinity = /* @__PURE__ */ Type.Unsafe<T.VolumeNodeAffinity>({
   description: "VolumeNodeAffinity defines constraints that limit what nodes this volume can be accessed from.",
   type: "object",
   properties: {
-    required: { ...NodeSelector, description: "required specifies hard node constraints that must be met." },
+    required: /* @__PURE__ */ described(NodeSelector, "required specifies hard node constraints that must be met."),
   },
 });
 export type VolumeNodeAffinity = T.VolumeNodeAffinity;
 
 /** PersistentVolumeSpec is the specification of a persistent volume. */
-export const PersistentVolumeSpec = Type.Unsafe<T.PersistentVolumeSpec>({
+export const PersistentVolumeSpec = /* @__PURE__ */ Type.Unsafe<T.PersistentVolumeSpec>({
   description: "PersistentVolumeSpec is the specification of a persistent volume.",
   type: "object",
   properties: {
@@ -4921,26 +4921,26 @@ export const PersistentVolumeSpec = Type.Unsafe<T.PersistentVolumeSpec>({
       },
       "x-kubernetes-list-type": "atomic",
     },
-    awsElasticBlockStore: { ...AWSElasticBlockStoreVolumeSource, description: "awsElasticBlockStore represents an AWS Disk resource that is attached to a kubelet's host machine and then exposed to the pod. Deprecated: AWSElasticBlockStore is deprecated. All operations for the in-tree awsElasticBlockStore type are redirected to the ebs.csi.aws.com CSI driver. More info: https://kubernetes.io/docs/concepts/storage/volumes#awselasticblockstore" },
-    azureDisk: { ...AzureDiskVolumeSource, description: "azureDisk represents an Azure Data Disk mount on the host and bind mount to the pod. Deprecated: AzureDisk is deprecated. All operations for the in-tree azureDisk type are redirected to the disk.csi.azure.com CSI driver." },
-    azureFile: { ...AzureFilePersistentVolumeSource, description: "azureFile represents an Azure File Service mount on the host and bind mount to the pod. Deprecated: AzureFile is deprecated. All operations for the in-tree azureFile type are redirected to the file.csi.azure.com CSI driver." },
+    awsElasticBlockStore: /* @__PURE__ */ described(AWSElasticBlockStoreVolumeSource, "awsElasticBlockStore represents an AWS Disk resource that is attached to a kubelet's host machine and then exposed to the pod. Deprecated: AWSElasticBlockStore is deprecated. All operations for the in-tree awsElasticBlockStore type are redirected to the ebs.csi.aws.com CSI driver. More info: https://kubernetes.io/docs/concepts/storage/volumes#awselasticblockstore"),
+    azureDisk: /* @__PURE__ */ described(AzureDiskVolumeSource, "azureDisk represents an Azure Data Disk mount on the host and bind mount to the pod. Deprecated: AzureDisk is deprecated. All operations for the in-tree azureDisk type are redirected to the disk.csi.azure.com CSI driver."),
+    azureFile: /* @__PURE__ */ described(AzureFilePersistentVolumeSource, "azureFile represents an Azure File Service mount on the host and bind mount to the pod. Deprecated: AzureFile is deprecated. All operations for the in-tree azureFile type are redirected to the file.csi.azure.com CSI driver."),
     capacity: {
       description: "capacity is the description of the persistent volume's resources and capacity. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#capacity",
       type: "object",
-      additionalProperties: quantity(),
+      additionalProperties: /* @__PURE__ */ quantity(),
     },
-    cephfs: { ...CephFSPersistentVolumeSource, description: "cephFS represents a Ceph FS mount on the host that shares a pod's lifetime. Deprecated: CephFS is deprecated and the in-tree cephfs type is no longer supported." },
-    cinder: { ...CinderPersistentVolumeSource, description: "cinder represents a cinder volume attached and mounted on kubelets host machine. Deprecated: Cinder is deprecated. All operations for the in-tree cinder type are redirected to the cinder.csi.openstack.org CSI driver. More info: https://examples.k8s.io/mysql-cinder-pd/README.md" },
-    claimRef: { ...ObjectReference, description: "claimRef is part of a bi-directional binding between PersistentVolume and PersistentVolumeClaim. Expected to be non-nil when bound. claim.VolumeName is the authoritative bind between PV and PVC. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#binding" },
-    csi: { ...CSIPersistentVolumeSource, description: "csi represents storage that is handled by an external CSI driver." },
-    fc: { ...FCVolumeSource, description: "fc represents a Fibre Channel resource that is attached to a kubelet's host machine and then exposed to the pod." },
-    flexVolume: { ...FlexPersistentVolumeSource, description: "flexVolume represents a generic volume resource that is provisioned/attached using an exec based plugin. Deprecated: FlexVolume is deprecated. Consider using a CSIDriver instead." },
-    flocker: { ...FlockerVolumeSource, description: "flocker represents a Flocker volume attached to a kubelet's host machine and exposed to the pod for its usage. This depends on the Flocker control service being running. Deprecated: Flocker is deprecated and the in-tree flocker type is no longer supported." },
-    gcePersistentDisk: { ...GCEPersistentDiskVolumeSource, description: "gcePersistentDisk represents a GCE Disk resource that is attached to a kubelet's host machine and then exposed to the pod. Provisioned by an admin. Deprecated: GCEPersistentDisk is deprecated. All operations for the in-tree gcePersistentDisk type are redirected to the pd.csi.storage.gke.io CSI driver. More info: https://kubernetes.io/docs/concepts/storage/volumes#gcepersistentdisk" },
-    glusterfs: { ...GlusterfsPersistentVolumeSource, description: "glusterfs represents a Glusterfs volume that is attached to a host and exposed to the pod. Provisioned by an admin. Deprecated: Glusterfs is deprecated and the in-tree glusterfs type is no longer supported. More info: https://examples.k8s.io/volumes/glusterfs/README.md" },
-    hostPath: { ...HostPathVolumeSource, description: "hostPath represents a directory on the host. Provisioned by a developer or tester. This is useful for single-node development and testing only! On-host storage is not supported in any way and WILL NOT WORK in a multi-node cluster. More info: https://kubernetes.io/docs/concepts/storage/volumes#hostpath" },
-    iscsi: { ...ISCSIPersistentVolumeSource, description: "iscsi represents an ISCSI Disk resource that is attached to a kubelet's host machine and then exposed to the pod. Provisioned by an admin." },
-    local: { ...LocalVolumeSource, description: "local represents directly-attached storage with node affinity" },
+    cephfs: /* @__PURE__ */ described(CephFSPersistentVolumeSource, "cephFS represents a Ceph FS mount on the host that shares a pod's lifetime. Deprecated: CephFS is deprecated and the in-tree cephfs type is no longer supported."),
+    cinder: /* @__PURE__ */ described(CinderPersistentVolumeSource, "cinder represents a cinder volume attached and mounted on kubelets host machine. Deprecated: Cinder is deprecated. All operations for the in-tree cinder type are redirected to the cinder.csi.openstack.org CSI driver. More info: https://examples.k8s.io/mysql-cinder-pd/README.md"),
+    claimRef: /* @__PURE__ */ described(ObjectReference, "claimRef is part of a bi-directional binding between PersistentVolume and PersistentVolumeClaim. Expected to be non-nil when bound. claim.VolumeName is the authoritative bind between PV and PVC. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#binding"),
+    csi: /* @__PURE__ */ described(CSIPersistentVolumeSource, "csi represents storage that is handled by an external CSI driver."),
+    fc: /* @__PURE__ */ described(FCVolumeSource, "fc represents a Fibre Channel resource that is attached to a kubelet's host machine and then exposed to the pod."),
+    flexVolume: /* @__PURE__ */ described(FlexPersistentVolumeSource, "flexVolume represents a generic volume resource that is provisioned/attached using an exec based plugin. Deprecated: FlexVolume is deprecated. Consider using a CSIDriver instead."),
+    flocker: /* @__PURE__ */ described(FlockerVolumeSource, "flocker represents a Flocker volume attached to a kubelet's host machine and exposed to the pod for its usage. This depends on the Flocker control service being running. Deprecated: Flocker is deprecated and the in-tree flocker type is no longer supported."),
+    gcePersistentDisk: /* @__PURE__ */ described(GCEPersistentDiskVolumeSource, "gcePersistentDisk represents a GCE Disk resource that is attached to a kubelet's host machine and then exposed to the pod. Provisioned by an admin. Deprecated: GCEPersistentDisk is deprecated. All operations for the in-tree gcePersistentDisk type are redirected to the pd.csi.storage.gke.io CSI driver. More info: https://kubernetes.io/docs/concepts/storage/volumes#gcepersistentdisk"),
+    glusterfs: /* @__PURE__ */ described(GlusterfsPersistentVolumeSource, "glusterfs represents a Glusterfs volume that is attached to a host and exposed to the pod. Provisioned by an admin. Deprecated: Glusterfs is deprecated and the in-tree glusterfs type is no longer supported. More info: https://examples.k8s.io/volumes/glusterfs/README.md"),
+    hostPath: /* @__PURE__ */ described(HostPathVolumeSource, "hostPath represents a directory on the host. Provisioned by a developer or tester. This is useful for single-node development and testing only! On-host storage is not supported in any way and WILL NOT WORK in a multi-node cluster. More info: https://kubernetes.io/docs/concepts/storage/volumes#hostpath"),
+    iscsi: /* @__PURE__ */ described(ISCSIPersistentVolumeSource, "iscsi represents an ISCSI Disk resource that is attached to a kubelet's host machine and then exposed to the pod. Provisioned by an admin."),
+    local: /* @__PURE__ */ described(LocalVolumeSource, "local represents directly-attached storage with node affinity"),
     mountOptions: {
       description: "mountOptions is the list of mount options, e.g. [\"ro\", \"soft\"]. Not validated - mount will simply fail if one is invalid. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes/#mount-options",
       type: "array",
@@ -4949,23 +4949,23 @@ export const PersistentVolumeSpec = Type.Unsafe<T.PersistentVolumeSpec>({
       },
       "x-kubernetes-list-type": "atomic",
     },
-    nfs: { ...NFSVolumeSource, description: "nfs represents an NFS mount on the host. Provisioned by an admin. More info: https://kubernetes.io/docs/concepts/storage/volumes#nfs" },
-    nodeAffinity: { ...VolumeNodeAffinity, description: "nodeAffinity defines constraints that limit what nodes this volume can be accessed from. This field influences the scheduling of pods that use this volume. This field is mutable if MutablePVNodeAffinity feature gate is enabled." },
+    nfs: /* @__PURE__ */ described(NFSVolumeSource, "nfs represents an NFS mount on the host. Provisioned by an admin. More info: https://kubernetes.io/docs/concepts/storage/volumes#nfs"),
+    nodeAffinity: /* @__PURE__ */ described(VolumeNodeAffinity, "nodeAffinity defines constraints that limit what nodes this volume can be accessed from. This field influences the scheduling of pods that use this volume. This field is mutable if MutablePVNodeAffinity feature gate is enabled."),
     persistentVolumeReclaimPolicy: {
       description: "persistentVolumeReclaimPolicy defines what happens to a persistent volume when released from its claim. Valid options are Retain (default for manually created PersistentVolumes), Delete (default for dynamically provisioned PersistentVolumes), and Recycle (deprecated). Recycle must be supported by the volume plugin underlying this PersistentVolume. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#reclaiming\n\nPossible enum values:\n - `\"Delete\"` means the volume will be deleted from Kubernetes on release from its claim. The volume plugin must support Deletion.\n - `\"Recycle\"` means the volume will be recycled back into the pool of unbound persistent volumes on release from its claim. The volume plugin must support Recycling.\n - `\"Retain\"` means the volume will be left in its current phase (Released) for manual reclamation by the administrator. The default policy is Retain.",
       type: "string",
       enum: ["Delete","Recycle","Retain"],
     },
-    photonPersistentDisk: { ...PhotonPersistentDiskVolumeSource, description: "photonPersistentDisk represents a PhotonController persistent disk attached and mounted on kubelets host machine. Deprecated: PhotonPersistentDisk is deprecated and the in-tree photonPersistentDisk type is no longer supported." },
-    portworxVolume: { ...PortworxVolumeSource, description: "portworxVolume represents a portworx volume attached and mounted on kubelets host machine. Deprecated: PortworxVolume is deprecated. All operations for the in-tree portworxVolume type are redirected to the pxd.portworx.com CSI driver." },
-    quobyte: { ...QuobyteVolumeSource, description: "quobyte represents a Quobyte mount on the host that shares a pod's lifetime. Deprecated: Quobyte is deprecated and the in-tree quobyte type is no longer supported." },
-    rbd: { ...RBDPersistentVolumeSource, description: "rbd represents a Rados Block Device mount on the host that shares a pod's lifetime. Deprecated: RBD is deprecated and the in-tree rbd type is no longer supported. More info: https://examples.k8s.io/volumes/rbd/README.md" },
-    scaleIO: { ...ScaleIOPersistentVolumeSource, description: "scaleIO represents a ScaleIO persistent volume attached and mounted on Kubernetes nodes. Deprecated: ScaleIO is deprecated and the in-tree scaleIO type is no longer supported." },
+    photonPersistentDisk: /* @__PURE__ */ described(PhotonPersistentDiskVolumeSource, "photonPersistentDisk represents a PhotonController persistent disk attached and mounted on kubelets host machine. Deprecated: PhotonPersistentDisk is deprecated and the in-tree photonPersistentDisk type is no longer supported."),
+    portworxVolume: /* @__PURE__ */ described(PortworxVolumeSource, "portworxVolume represents a portworx volume attached and mounted on kubelets host machine. Deprecated: PortworxVolume is deprecated. All operations for the in-tree portworxVolume type are redirected to the pxd.portworx.com CSI driver."),
+    quobyte: /* @__PURE__ */ described(QuobyteVolumeSource, "quobyte represents a Quobyte mount on the host that shares a pod's lifetime. Deprecated: Quobyte is deprecated and the in-tree quobyte type is no longer supported."),
+    rbd: /* @__PURE__ */ described(RBDPersistentVolumeSource, "rbd represents a Rados Block Device mount on the host that shares a pod's lifetime. Deprecated: RBD is deprecated and the in-tree rbd type is no longer supported. More info: https://examples.k8s.io/volumes/rbd/README.md"),
+    scaleIO: /* @__PURE__ */ described(ScaleIOPersistentVolumeSource, "scaleIO represents a ScaleIO persistent volume attached and mounted on Kubernetes nodes. Deprecated: ScaleIO is deprecated and the in-tree scaleIO type is no longer supported."),
     storageClassName: {
       description: "storageClassName is the name of StorageClass to which this persistent volume belongs. Empty value means that this volume does not belong to any StorageClass.",
       type: "string",
     },
-    storageos: { ...StorageOSPersistentVolumeSource, description: "storageOS represents a StorageOS volume that is attached to the kubelet's host machine and mounted into the pod. Deprecated: StorageOS is deprecated and the in-tree storageos type is no longer supported. More info: https://examples.k8s.io/volumes/storageos/README.md" },
+    storageos: /* @__PURE__ */ described(StorageOSPersistentVolumeSource, "storageOS represents a StorageOS volume that is attached to the kubelet's host machine and mounted into the pod. Deprecated: StorageOS is deprecated and the in-tree storageos type is no longer supported. More info: https://examples.k8s.io/volumes/storageos/README.md"),
     volumeAttributesClassName: {
       description: "Name of VolumeAttributesClass to which this persistent volume belongs. Empty value is not allowed. When this field is not set, it indicates that this volume does not belong to any VolumeAttributesClass. This field is mutable and can be changed by the CSI driver after a volume has been updated successfully to a new class. For an unbound PersistentVolume, the volumeAttributesClassName will be matched with unbound PersistentVolumeClaims during the binding process.",
       type: "string",
@@ -4975,13 +4975,13 @@ export const PersistentVolumeSpec = Type.Unsafe<T.PersistentVolumeSpec>({
       type: "string",
       enum: ["Block","Filesystem"],
     },
-    vsphereVolume: { ...VsphereVirtualDiskVolumeSource, description: "vsphereVolume represents a vSphere volume attached and mounted on kubelets host machine. Deprecated: VsphereVolume is deprecated. All operations for the in-tree vsphereVolume type are redirected to the csi.vsphere.vmware.com CSI driver." },
+    vsphereVolume: /* @__PURE__ */ described(VsphereVirtualDiskVolumeSource, "vsphereVolume represents a vSphere volume attached and mounted on kubelets host machine. Deprecated: VsphereVolume is deprecated. All operations for the in-tree vsphereVolume type are redirected to the csi.vsphere.vmware.com CSI driver."),
   },
 });
 export type PersistentVolumeSpec = T.PersistentVolumeSpec;
 
 /** PersistentVolumeStatus is the current status of a persistent volume. */
-export const PersistentVolumeStatus = Type.Unsafe<T.PersistentVolumeStatus>({
+export const PersistentVolumeStatus = /* @__PURE__ */ Type.Unsafe<T.PersistentVolumeStatus>({
   description: "PersistentVolumeStatus is the current status of a persistent volume.",
   type: "object",
   properties: {
@@ -5008,7 +5008,7 @@ export const PersistentVolumeStatus = Type.Unsafe<T.PersistentVolumeStatus>({
 export type PersistentVolumeStatus = T.PersistentVolumeStatus;
 
 /** PersistentVolume (PV) is a storage resource provisioned by an administrator. It is analogous to a node. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes */
-export const PersistentVolume = Type.Unsafe<T.PersistentVolume>({
+export const PersistentVolume = /* @__PURE__ */ Type.Unsafe<T.PersistentVolume>({
   description: "PersistentVolume (PV) is a storage resource provisioned by an administrator. It is analogous to a node. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes",
   type: "object",
   properties: {
@@ -5020,15 +5020,15 @@ export const PersistentVolume = Type.Unsafe<T.PersistentVolume>({
       description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
       type: "string",
     },
-    metadata: { ...metav1.ObjectMeta, description: "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata" },
-    spec: { ...PersistentVolumeSpec, description: "spec defines a specification of a persistent volume owned by the cluster. Provisioned by an administrator. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#persistent-volumes" },
-    status: { ...PersistentVolumeStatus, description: "status represents the current information/status for the persistent volume. Populated by the system. Read-only. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#persistent-volumes" },
+    metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"),
+    spec: /* @__PURE__ */ described(PersistentVolumeSpec, "spec defines a specification of a persistent volume owned by the cluster. Provisioned by an administrator. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#persistent-volumes"),
+    status: /* @__PURE__ */ described(PersistentVolumeStatus, "status represents the current information/status for the persistent volume. Populated by the system. Read-only. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#persistent-volumes"),
   },
 });
 export type PersistentVolume = T.PersistentVolume;
 
 /** PodCondition contains details for the current condition of this pod. */
-export const PodCondition = Type.Unsafe<T.PodCondition>({
+export const PodCondition = /* @__PURE__ */ Type.Unsafe<T.PodCondition>({
   description: "PodCondition contains details for the current condition of this pod.",
   type: "object",
   properties: {
@@ -5069,7 +5069,7 @@ export const PodCondition = Type.Unsafe<T.PodCondition>({
 export type PodCondition = T.PodCondition;
 
 /** PodExtendedResourceClaimStatus is stored in the PodStatus for the extended resource requests backed by DRA. It stores the generated name for the corresponding special ResourceClaim created by the scheduler. */
-export const PodExtendedResourceClaimStatus = Type.Unsafe<T.PodExtendedResourceClaimStatus>({
+export const PodExtendedResourceClaimStatus = /* @__PURE__ */ Type.Unsafe<T.PodExtendedResourceClaimStatus>({
   description: "PodExtendedResourceClaimStatus is stored in the PodStatus for the extended resource requests backed by DRA. It stores the generated name for the corresponding special ResourceClaim created by the scheduler.",
   type: "object",
   properties: {
@@ -5089,7 +5089,7 @@ export const PodExtendedResourceClaimStatus = Type.Unsafe<T.PodExtendedResourceC
 export type PodExtendedResourceClaimStatus = T.PodExtendedResourceClaimStatus;
 
 /** PodIP represents a single IP address allocated to the pod. */
-export const PodIP = Type.Unsafe<T.PodIP>({
+export const PodIP = /* @__PURE__ */ Type.Unsafe<T.PodIP>({
   description: "PodIP represents a single IP address allocated to the pod.",
   type: "object",
   properties: {
@@ -5103,7 +5103,7 @@ export const PodIP = Type.Unsafe<T.PodIP>({
 export type PodIP = T.PodIP;
 
 /** PodResourceClaimStatus is stored in the PodStatus for each PodResourceClaim which references a ResourceClaimTemplate. It stores the generated name for the corresponding ResourceClaim. */
-export const PodResourceClaimStatus = Type.Unsafe<T.PodResourceClaimStatus>({
+export const PodResourceClaimStatus = /* @__PURE__ */ Type.Unsafe<T.PodResourceClaimStatus>({
   description: "PodResourceClaimStatus is stored in the PodStatus for each PodResourceClaim which references a ResourceClaimTemplate. It stores the generated name for the corresponding ResourceClaim.",
   type: "object",
   properties: {
@@ -5121,14 +5121,14 @@ export const PodResourceClaimStatus = Type.Unsafe<T.PodResourceClaimStatus>({
 export type PodResourceClaimStatus = T.PodResourceClaimStatus;
 
 /** PodStatus represents information about the status of a pod. Status may trail the actual state of a system, especially if the node that hosts the pod cannot contact the control plane. */
-export const PodStatus = Type.Unsafe<T.PodStatus>({
+export const PodStatus = /* @__PURE__ */ Type.Unsafe<T.PodStatus>({
   description: "PodStatus represents information about the status of a pod. Status may trail the actual state of a system, especially if the node that hosts the pod cannot contact the control plane.",
   type: "object",
   properties: {
     allocatedResources: {
       description: "AllocatedResources is the total requests allocated for this pod by the node. If pod-level requests are not set, this will be the total requests aggregated across containers in the pod.",
       type: "object",
-      additionalProperties: quantity(),
+      additionalProperties: /* @__PURE__ */ quantity(),
     },
     conditions: {
       description: "Current service state of pod. More info: https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle#pod-conditions",
@@ -5149,7 +5149,7 @@ export const PodStatus = Type.Unsafe<T.PodStatus>({
       items: ContainerStatus,
       "x-kubernetes-list-type": "atomic",
     },
-    extendedResourceClaimStatus: { ...PodExtendedResourceClaimStatus, description: "Status of extended resource claim backed by DRA." },
+    extendedResourceClaimStatus: /* @__PURE__ */ described(PodExtendedResourceClaimStatus, "Status of extended resource claim backed by DRA."),
     hostIP: {
       description: "hostIP holds the IP address of the host to which the pod is assigned. Empty if the pod has not started yet. A pod can be assigned to a node that has a problem in kubelet which in turns mean that HostIP will not be updated even if there is a node is assigned to pod",
       type: "string",
@@ -5221,7 +5221,7 @@ export const PodStatus = Type.Unsafe<T.PodStatus>({
       "x-kubernetes-list-type": "map",
       "x-kubernetes-list-map-keys": ["name"],
     },
-    resources: { ...ResourceRequirements, description: "Resources represents the compute resource requests and limits that have been applied at the pod level if pod-level requests or limits are set in PodSpec.Resources" },
+    resources: /* @__PURE__ */ described(ResourceRequirements, "Resources represents the compute resource requests and limits that have been applied at the pod level if pod-level requests or limits are set in PodSpec.Resources"),
     startTime: {
       description: "RFC 3339 date and time at which the object was acknowledged by the Kubelet. This is before the Kubelet pulled the container image(s) for the pod.",
       type: "string",
@@ -5232,7 +5232,7 @@ export const PodStatus = Type.Unsafe<T.PodStatus>({
 export type PodStatus = T.PodStatus;
 
 /** Pod is a collection of containers that can run on a host. This resource is created by clients and scheduled onto hosts. */
-export const Pod = Type.Unsafe<T.Pod>({
+export const Pod = /* @__PURE__ */ Type.Unsafe<T.Pod>({
   description: "Pod is a collection of containers that can run on a host. This resource is created by clients and scheduled onto hosts.",
   type: "object",
   properties: {
@@ -5244,15 +5244,15 @@ export const Pod = Type.Unsafe<T.Pod>({
       description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
       type: "string",
     },
-    metadata: { ...metav1.ObjectMeta, description: "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata" },
-    spec: { ...PodSpec, description: "Specification of the desired behavior of the pod. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status" },
-    status: { ...PodStatus, description: "Most recently observed status of the pod. This data may not be up to date. Populated by the system. Read-only. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status" },
+    metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"),
+    spec: /* @__PURE__ */ described(PodSpec, "Specification of the desired behavior of the pod. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status"),
+    status: /* @__PURE__ */ described(PodStatus, "Most recently observed status of the pod. This data may not be up to date. Populated by the system. Read-only. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status"),
   },
 });
 export type Pod = T.Pod;
 
 /** PodTemplate describes a template for creating copies of a predefined pod. */
-export const PodTemplate = Type.Unsafe<T.PodTemplate>({
+export const PodTemplate = /* @__PURE__ */ Type.Unsafe<T.PodTemplate>({
   description: "PodTemplate describes a template for creating copies of a predefined pod.",
   type: "object",
   properties: {
@@ -5264,14 +5264,14 @@ export const PodTemplate = Type.Unsafe<T.PodTemplate>({
       description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
       type: "string",
     },
-    metadata: { ...metav1.ObjectMeta, description: "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata" },
-    template: { ...PodTemplateSpec, description: "Template defines the pods that will be created from this pod template. https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status" },
+    metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"),
+    template: /* @__PURE__ */ described(PodTemplateSpec, "Template defines the pods that will be created from this pod template. https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status"),
   },
 });
 export type PodTemplate = T.PodTemplate;
 
 /** ReplicationControllerSpec is the specification of a replication controller. */
-export const ReplicationControllerSpec = Type.Unsafe<T.ReplicationControllerSpec>({
+export const ReplicationControllerSpec = /* @__PURE__ */ Type.Unsafe<T.ReplicationControllerSpec>({
   description: "ReplicationControllerSpec is the specification of a replication controller.",
   type: "object",
   properties: {
@@ -5294,13 +5294,13 @@ export const ReplicationControllerSpec = Type.Unsafe<T.ReplicationControllerSpec
       },
       "x-kubernetes-map-type": "atomic",
     },
-    template: { ...PodTemplateSpec, description: "Template is the object that describes the pod that will be created if insufficient replicas are detected. This takes precedence over a TemplateRef. The only allowed template.spec.restartPolicy value is \"Always\". More info: https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller#pod-template" },
+    template: /* @__PURE__ */ described(PodTemplateSpec, "Template is the object that describes the pod that will be created if insufficient replicas are detected. This takes precedence over a TemplateRef. The only allowed template.spec.restartPolicy value is \"Always\". More info: https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller#pod-template"),
   },
 });
 export type ReplicationControllerSpec = T.ReplicationControllerSpec;
 
 /** ReplicationControllerCondition describes the state of a replication controller at a certain point. */
-export const ReplicationControllerCondition = Type.Unsafe<T.ReplicationControllerCondition>({
+export const ReplicationControllerCondition = /* @__PURE__ */ Type.Unsafe<T.ReplicationControllerCondition>({
   description: "ReplicationControllerCondition describes the state of a replication controller at a certain point.",
   type: "object",
   properties: {
@@ -5331,7 +5331,7 @@ export const ReplicationControllerCondition = Type.Unsafe<T.ReplicationControlle
 export type ReplicationControllerCondition = T.ReplicationControllerCondition;
 
 /** ReplicationControllerStatus represents the current status of a replication controller. */
-export const ReplicationControllerStatus = Type.Unsafe<T.ReplicationControllerStatus>({
+export const ReplicationControllerStatus = /* @__PURE__ */ Type.Unsafe<T.ReplicationControllerStatus>({
   description: "ReplicationControllerStatus represents the current status of a replication controller.",
   type: "object",
   properties: {
@@ -5373,7 +5373,7 @@ export const ReplicationControllerStatus = Type.Unsafe<T.ReplicationControllerSt
 export type ReplicationControllerStatus = T.ReplicationControllerStatus;
 
 /** ReplicationController represents the configuration of a replication controller. */
-export const ReplicationController = Type.Unsafe<T.ReplicationController>({
+export const ReplicationController = /* @__PURE__ */ Type.Unsafe<T.ReplicationController>({
   description: "ReplicationController represents the configuration of a replication controller.",
   type: "object",
   properties: {
@@ -5385,15 +5385,15 @@ export const ReplicationController = Type.Unsafe<T.ReplicationController>({
       description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
       type: "string",
     },
-    metadata: { ...metav1.ObjectMeta, description: "If the Labels of a ReplicationController are empty, they are defaulted to be the same as the Pod(s) that the replication controller manages. Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata" },
-    spec: { ...ReplicationControllerSpec, description: "Spec defines the specification of the desired behavior of the replication controller. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status" },
-    status: { ...ReplicationControllerStatus, description: "Status is the most recently observed status of the replication controller. This data may be out of date by some window of time. Populated by the system. Read-only. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status" },
+    metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "If the Labels of a ReplicationController are empty, they are defaulted to be the same as the Pod(s) that the replication controller manages. Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"),
+    spec: /* @__PURE__ */ described(ReplicationControllerSpec, "Spec defines the specification of the desired behavior of the replication controller. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status"),
+    status: /* @__PURE__ */ described(ReplicationControllerStatus, "Status is the most recently observed status of the replication controller. This data may be out of date by some window of time. Populated by the system. Read-only. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status"),
   },
 });
 export type ReplicationController = T.ReplicationController;
 
 /** A scoped-resource selector requirement is a selector that contains values, a scope name, and an operator that relates the scope name and values. */
-export const ScopedResourceSelectorRequirement = Type.Unsafe<T.ScopedResourceSelectorRequirement>({
+export const ScopedResourceSelectorRequirement = /* @__PURE__ */ Type.Unsafe<T.ScopedResourceSelectorRequirement>({
   description: "A scoped-resource selector requirement is a selector that contains values, a scope name, and an operator that relates the scope name and values.",
   type: "object",
   properties: {
@@ -5421,7 +5421,7 @@ export const ScopedResourceSelectorRequirement = Type.Unsafe<T.ScopedResourceSel
 export type ScopedResourceSelectorRequirement = T.ScopedResourceSelectorRequirement;
 
 /** A scope selector represents the AND of the selectors represented by the scoped-resource selector requirements. */
-export const ScopeSelector = Type.Unsafe<T.ScopeSelector>({
+export const ScopeSelector = /* @__PURE__ */ Type.Unsafe<T.ScopeSelector>({
   description: "A scope selector represents the AND of the selectors represented by the scoped-resource selector requirements.",
   type: "object",
   properties: {
@@ -5437,16 +5437,16 @@ export const ScopeSelector = Type.Unsafe<T.ScopeSelector>({
 export type ScopeSelector = T.ScopeSelector;
 
 /** ResourceQuotaSpec defines the desired hard limits to enforce for Quota. */
-export const ResourceQuotaSpec = Type.Unsafe<T.ResourceQuotaSpec>({
+export const ResourceQuotaSpec = /* @__PURE__ */ Type.Unsafe<T.ResourceQuotaSpec>({
   description: "ResourceQuotaSpec defines the desired hard limits to enforce for Quota.",
   type: "object",
   properties: {
     hard: {
       description: "hard is the set of desired hard limits for each named resource. More info: https://kubernetes.io/docs/concepts/policy/resource-quotas/",
       type: "object",
-      additionalProperties: quantity(),
+      additionalProperties: /* @__PURE__ */ quantity(),
     },
-    scopeSelector: { ...ScopeSelector, description: "scopeSelector is also a collection of filters like scopes that must match each object tracked by a quota but expressed using ScopeSelectorOperator in combination with possible values. For a resource to match, both scopes AND scopeSelector (if specified in spec), must be matched." },
+    scopeSelector: /* @__PURE__ */ described(ScopeSelector, "scopeSelector is also a collection of filters like scopes that must match each object tracked by a quota but expressed using ScopeSelectorOperator in combination with possible values. For a resource to match, both scopes AND scopeSelector (if specified in spec), must be matched."),
     scopes: {
       description: "A collection of filters that must match each object tracked by a quota. If not specified, the quota matches all objects.",
       type: "array",
@@ -5461,26 +5461,26 @@ export const ResourceQuotaSpec = Type.Unsafe<T.ResourceQuotaSpec>({
 export type ResourceQuotaSpec = T.ResourceQuotaSpec;
 
 /** ResourceQuotaStatus defines the enforced hard limits and observed use. */
-export const ResourceQuotaStatus = Type.Unsafe<T.ResourceQuotaStatus>({
+export const ResourceQuotaStatus = /* @__PURE__ */ Type.Unsafe<T.ResourceQuotaStatus>({
   description: "ResourceQuotaStatus defines the enforced hard limits and observed use.",
   type: "object",
   properties: {
     hard: {
       description: "Hard is the set of enforced hard limits for each named resource. More info: https://kubernetes.io/docs/concepts/policy/resource-quotas/",
       type: "object",
-      additionalProperties: quantity(),
+      additionalProperties: /* @__PURE__ */ quantity(),
     },
     used: {
       description: "Used is the current observed total usage of the resource in the namespace.",
       type: "object",
-      additionalProperties: quantity(),
+      additionalProperties: /* @__PURE__ */ quantity(),
     },
   },
 });
 export type ResourceQuotaStatus = T.ResourceQuotaStatus;
 
 /** ResourceQuota sets aggregate quota restrictions enforced per namespace */
-export const ResourceQuota = Type.Unsafe<T.ResourceQuota>({
+export const ResourceQuota = /* @__PURE__ */ Type.Unsafe<T.ResourceQuota>({
   description: "ResourceQuota sets aggregate quota restrictions enforced per namespace",
   type: "object",
   properties: {
@@ -5492,15 +5492,15 @@ export const ResourceQuota = Type.Unsafe<T.ResourceQuota>({
       description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
       type: "string",
     },
-    metadata: { ...metav1.ObjectMeta, description: "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata" },
-    spec: { ...ResourceQuotaSpec, description: "Spec defines the desired quota. https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status" },
-    status: { ...ResourceQuotaStatus, description: "Status defines the actual enforced quota and its current usage. https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status" },
+    metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"),
+    spec: /* @__PURE__ */ described(ResourceQuotaSpec, "Spec defines the desired quota. https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status"),
+    status: /* @__PURE__ */ described(ResourceQuotaStatus, "Status defines the actual enforced quota and its current usage. https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status"),
   },
 });
 export type ResourceQuota = T.ResourceQuota;
 
 /** Secret holds secret data of a certain type. The total bytes of the values in the Data field must be less than MaxSecretSize bytes. */
-export const Secret = Type.Unsafe<T.Secret>({
+export const Secret = /* @__PURE__ */ Type.Unsafe<T.Secret>({
   description: "Secret holds secret data of a certain type. The total bytes of the values in the Data field must be less than MaxSecretSize bytes.",
   type: "object",
   properties: {
@@ -5524,7 +5524,7 @@ export const Secret = Type.Unsafe<T.Secret>({
       description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
       type: "string",
     },
-    metadata: { ...metav1.ObjectMeta, description: "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata" },
+    metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"),
     stringData: {
       description: "stringData allows specifying non-binary secret data in string form. It is provided as a write-only input field for convenience. All keys and values are merged into the data field on write, overwriting any existing values. The stringData field is never output when reading from the API.",
       type: "object",
@@ -5541,7 +5541,7 @@ export const Secret = Type.Unsafe<T.Secret>({
 export type Secret = T.Secret;
 
 /** ServicePort contains information on service's port. */
-export const ServicePort = Type.Unsafe<T.ServicePort>({
+export const ServicePort = /* @__PURE__ */ Type.Unsafe<T.ServicePort>({
   description: "ServicePort contains information on service's port.",
   type: "object",
   properties: {
@@ -5569,24 +5569,24 @@ export const ServicePort = Type.Unsafe<T.ServicePort>({
       default: "TCP",
       enum: ["SCTP","TCP","UDP"],
     },
-    targetPort: intOrString({ description: "Number or name of the port to access on the pods targeted by the service. Number must be in the range 1 to 65535. Name must be an IANA_SVC_NAME. If this is a string, it will be looked up as a named port in the target Pod's container ports. If this is not specified, the value of the 'port' field is used (an identity map). This field is ignored for services with clusterIP=None, and should be omitted or set equal to the 'port' field. More info: https://kubernetes.io/docs/concepts/services-networking/service/#defining-a-service" }),
+    targetPort: /* @__PURE__ */ intOrString({ description: "Number or name of the port to access on the pods targeted by the service. Number must be in the range 1 to 65535. Name must be an IANA_SVC_NAME. If this is a string, it will be looked up as a named port in the target Pod's container ports. If this is not specified, the value of the 'port' field is used (an identity map). This field is ignored for services with clusterIP=None, and should be omitted or set equal to the 'port' field. More info: https://kubernetes.io/docs/concepts/services-networking/service/#defining-a-service" }),
   },
   required: ["port"],
 });
 export type ServicePort = T.ServicePort;
 
 /** SessionAffinityConfig represents the configurations of session affinity. */
-export const SessionAffinityConfig = Type.Unsafe<T.SessionAffinityConfig>({
+export const SessionAffinityConfig = /* @__PURE__ */ Type.Unsafe<T.SessionAffinityConfig>({
   description: "SessionAffinityConfig represents the configurations of session affinity.",
   type: "object",
   properties: {
-    clientIP: { ...ClientIPConfig, description: "clientIP contains the configurations of Client IP based session affinity." },
+    clientIP: /* @__PURE__ */ described(ClientIPConfig, "clientIP contains the configurations of Client IP based session affinity."),
   },
 });
 export type SessionAffinityConfig = T.SessionAffinityConfig;
 
 /** ServiceSpec describes the attributes that a user creates on a service. */
-export const ServiceSpec = Type.Unsafe<T.ServiceSpec>({
+export const ServiceSpec = /* @__PURE__ */ Type.Unsafe<T.ServiceSpec>({
   description: "ServiceSpec describes the attributes that a user creates on a service.",
   type: "object",
   properties: {
@@ -5687,7 +5687,7 @@ export const ServiceSpec = Type.Unsafe<T.ServiceSpec>({
       type: "string",
       enum: ["ClientIP","None"],
     },
-    sessionAffinityConfig: { ...SessionAffinityConfig, description: "sessionAffinityConfig contains the configurations of session affinity." },
+    sessionAffinityConfig: /* @__PURE__ */ described(SessionAffinityConfig, "sessionAffinityConfig contains the configurations of session affinity."),
     trafficDistribution: {
       description: "TrafficDistribution offers a way to express preferences for how traffic is distributed to Service endpoints. Implementations can use this field as a hint, but are not required to guarantee strict adherence. If the field is not set, the implementation will apply its default routing strategy. If set to \"PreferClose\", implementations should prioritize endpoints that are in the same zone.",
       type: "string",
@@ -5702,7 +5702,7 @@ export const ServiceSpec = Type.Unsafe<T.ServiceSpec>({
 export type ServiceSpec = T.ServiceSpec;
 
 /** ServiceStatus represents the current status of a service. */
-export const ServiceStatus = Type.Unsafe<T.ServiceStatus>({
+export const ServiceStatus = /* @__PURE__ */ Type.Unsafe<T.ServiceStatus>({
   description: "ServiceStatus represents the current status of a service.",
   type: "object",
   properties: {
@@ -5713,13 +5713,13 @@ export const ServiceStatus = Type.Unsafe<T.ServiceStatus>({
       "x-kubernetes-list-type": "map",
       "x-kubernetes-list-map-keys": ["type"],
     },
-    loadBalancer: { ...LoadBalancerStatus, description: "LoadBalancer contains the current status of the load-balancer, if one is present." },
+    loadBalancer: /* @__PURE__ */ described(LoadBalancerStatus, "LoadBalancer contains the current status of the load-balancer, if one is present."),
   },
 });
 export type ServiceStatus = T.ServiceStatus;
 
 /** Service is a named abstraction of software service (for example, mysql) consisting of local port (for example 3306) that the proxy listens on, and the selector that determines which pods will answer requests sent through the proxy. */
-export const Service = Type.Unsafe<T.Service>({
+export const Service = /* @__PURE__ */ Type.Unsafe<T.Service>({
   description: "Service is a named abstraction of software service (for example, mysql) consisting of local port (for example 3306) that the proxy listens on, and the selector that determines which pods will answer requests sent through the proxy.",
   type: "object",
   properties: {
@@ -5731,15 +5731,15 @@ export const Service = Type.Unsafe<T.Service>({
       description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
       type: "string",
     },
-    metadata: { ...metav1.ObjectMeta, description: "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata" },
-    spec: { ...ServiceSpec, description: "Spec defines the behavior of a service. https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status" },
-    status: { ...ServiceStatus, description: "Most recently observed status of the service. Populated by the system. Read-only. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status" },
+    metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"),
+    spec: /* @__PURE__ */ described(ServiceSpec, "Spec defines the behavior of a service. https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status"),
+    status: /* @__PURE__ */ described(ServiceStatus, "Most recently observed status of the service. Populated by the system. Read-only. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status"),
   },
 });
 export type Service = T.Service;
 
 /** ServiceAccount binds together: * a name, understood by users, and perhaps by peripheral systems, for an identity * a principal that can be authenticated and authorized * a set of secrets */
-export const ServiceAccount = Type.Unsafe<T.ServiceAccount>({
+export const ServiceAccount = /* @__PURE__ */ Type.Unsafe<T.ServiceAccount>({
   description: "ServiceAccount binds together: * a name, understood by users, and perhaps by peripheral systems, for an identity * a principal that can be authenticated and authorized * a set of secrets",
   type: "object",
   properties: {
@@ -5761,7 +5761,7 @@ export const ServiceAccount = Type.Unsafe<T.ServiceAccount>({
       description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
       type: "string",
     },
-    metadata: { ...metav1.ObjectMeta, description: "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata" },
+    metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"),
     secrets: {
       description: "Secrets is a list of the secrets in the same namespace that pods running using this ServiceAccount are allowed to use. Pods are only limited to this list if this service account has a \"kubernetes.io/enforce-mountable-secrets\" annotation set to \"true\". The \"kubernetes.io/enforce-mountable-secrets\" annotation is deprecated since v1.32. Prefer separate namespaces to isolate access to mounted secrets. This field should not be used to find auto-generated service account token secrets for use outside of pods. Instead, tokens can be requested directly using the TokenRequest API, or service account token secrets can be manually created. More info: https://kubernetes.io/docs/concepts/configuration/secret",
       type: "array",
@@ -5773,7 +5773,7 @@ export const ServiceAccount = Type.Unsafe<T.ServiceAccount>({
 export type ServiceAccount = T.ServiceAccount;
 
 /** A topology selector requirement is a selector that matches given label. This is an alpha feature and may change in the future. */
-export const TopologySelectorLabelRequirement = Type.Unsafe<T.TopologySelectorLabelRequirement>({
+export const TopologySelectorLabelRequirement = /* @__PURE__ */ Type.Unsafe<T.TopologySelectorLabelRequirement>({
   description: "A topology selector requirement is a selector that matches given label. This is an alpha feature and may change in the future.",
   type: "object",
   properties: {
@@ -5795,7 +5795,7 @@ export const TopologySelectorLabelRequirement = Type.Unsafe<T.TopologySelectorLa
 export type TopologySelectorLabelRequirement = T.TopologySelectorLabelRequirement;
 
 /** A topology selector term represents the result of label queries. A null or empty topology selector term matches no objects. The requirements of them are ANDed. It provides a subset of functionality as NodeSelectorTerm. This is an alpha feature and may change in the future. */
-export const TopologySelectorTerm = Type.Unsafe<T.TopologySelectorTerm>({
+export const TopologySelectorTerm = /* @__PURE__ */ Type.Unsafe<T.TopologySelectorTerm>({
   description: "A topology selector term represents the result of label queries. A null or empty topology selector term matches no objects. The requirements of them are ANDed. It provides a subset of functionality as NodeSelectorTerm. This is an alpha feature and may change in the future.",
   type: "object",
   properties: {

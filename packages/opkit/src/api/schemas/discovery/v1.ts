@@ -5,12 +5,13 @@
  * `defineKind`. Each constant's static type is the interface of the same name.
  */
 import Type from "typebox";
+import { described } from "../../k8s.ts";
 import type * as T from "../../../client/models/discovery/v1.ts";
 import * as corev1 from "../core/v1.ts";
 import * as metav1 from "../meta/v1.ts";
 
 /** EndpointConditions represents the current condition of an endpoint. */
-export const EndpointConditions = Type.Unsafe<T.EndpointConditions>({
+export const EndpointConditions = /* @__PURE__ */ Type.Unsafe<T.EndpointConditions>({
   description: "EndpointConditions represents the current condition of an endpoint.",
   type: "object",
   properties: {
@@ -31,7 +32,7 @@ export const EndpointConditions = Type.Unsafe<T.EndpointConditions>({
 export type EndpointConditions = T.EndpointConditions;
 
 /** ForNode provides information about which nodes should consume this endpoint. */
-export const ForNode = Type.Unsafe<T.ForNode>({
+export const ForNode = /* @__PURE__ */ Type.Unsafe<T.ForNode>({
   description: "ForNode provides information about which nodes should consume this endpoint.",
   type: "object",
   properties: {
@@ -45,7 +46,7 @@ export const ForNode = Type.Unsafe<T.ForNode>({
 export type ForNode = T.ForNode;
 
 /** ForZone provides information about which zones should consume this endpoint. */
-export const ForZone = Type.Unsafe<T.ForZone>({
+export const ForZone = /* @__PURE__ */ Type.Unsafe<T.ForZone>({
   description: "ForZone provides information about which zones should consume this endpoint.",
   type: "object",
   properties: {
@@ -59,7 +60,7 @@ export const ForZone = Type.Unsafe<T.ForZone>({
 export type ForZone = T.ForZone;
 
 /** EndpointHints provides hints describing how an endpoint should be consumed. */
-export const EndpointHints = Type.Unsafe<T.EndpointHints>({
+export const EndpointHints = /* @__PURE__ */ Type.Unsafe<T.EndpointHints>({
   description: "EndpointHints provides hints describing how an endpoint should be consumed.",
   type: "object",
   properties: {
@@ -80,7 +81,7 @@ export const EndpointHints = Type.Unsafe<T.EndpointHints>({
 export type EndpointHints = T.EndpointHints;
 
 /** Endpoint represents a single logical "backend" implementing a service. */
-export const Endpoint = Type.Unsafe<T.Endpoint>({
+export const Endpoint = /* @__PURE__ */ Type.Unsafe<T.Endpoint>({
   description: "Endpoint represents a single logical \"backend\" implementing a service.",
   type: "object",
   properties: {
@@ -92,7 +93,7 @@ export const Endpoint = Type.Unsafe<T.Endpoint>({
       },
       "x-kubernetes-list-type": "set",
     },
-    conditions: { ...EndpointConditions, description: "conditions contains information about the current status of the endpoint." },
+    conditions: /* @__PURE__ */ described(EndpointConditions, "conditions contains information about the current status of the endpoint."),
     deprecatedTopology: {
       description: "deprecatedTopology contains topology information part of the v1beta1 API. This field is deprecated, and will be removed when the v1beta1 API is removed (no sooner than kubernetes v1.24).  While this field can hold values, it is not writable through the v1 API, and any attempts to write to it will be silently ignored. Topology information can be found in the zone and nodeName fields instead.",
       type: "object",
@@ -100,7 +101,7 @@ export const Endpoint = Type.Unsafe<T.Endpoint>({
         type: "string",
       },
     },
-    hints: { ...EndpointHints, description: "hints contains information associated with how an endpoint should be consumed." },
+    hints: /* @__PURE__ */ described(EndpointHints, "hints contains information associated with how an endpoint should be consumed."),
     hostname: {
       description: "hostname of this endpoint. This field may be used by consumers of endpoints to distinguish endpoints from each other (e.g. in DNS names). Multiple endpoints which use the same hostname should be considered fungible (e.g. multiple A values in DNS). Must be lowercase and pass DNS Label (RFC 1123) validation.",
       type: "string",
@@ -109,7 +110,7 @@ export const Endpoint = Type.Unsafe<T.Endpoint>({
       description: "nodeName represents the name of the Node hosting this endpoint. This can be used to determine endpoints local to a Node.",
       type: "string",
     },
-    targetRef: { ...corev1.ObjectReference, description: "targetRef is a reference to a Kubernetes object that represents this endpoint." },
+    targetRef: /* @__PURE__ */ described(corev1.ObjectReference, "targetRef is a reference to a Kubernetes object that represents this endpoint."),
     zone: {
       description: "zone is the name of the Zone this endpoint exists in.",
       type: "string",
@@ -120,7 +121,7 @@ export const Endpoint = Type.Unsafe<T.Endpoint>({
 export type Endpoint = T.Endpoint;
 
 /** EndpointPort represents a Port used by an EndpointSlice */
-export const EndpointPort = Type.Unsafe<T.EndpointPort>({
+export const EndpointPort = /* @__PURE__ */ Type.Unsafe<T.EndpointPort>({
   description: "EndpointPort represents a Port used by an EndpointSlice",
   type: "object",
   properties: {
@@ -148,7 +149,7 @@ export const EndpointPort = Type.Unsafe<T.EndpointPort>({
 export type EndpointPort = T.EndpointPort;
 
 /** EndpointSlice represents a set of service endpoints. Most EndpointSlices are created by the EndpointSlice controller to represent the Pods selected by Service objects. For a given service there may be multiple EndpointSlice objects which must be joined to produce the full set of endpoints; you can find all of the slices for a given service by listing EndpointSlices in the service's namespace whose `kubernetes.io/service-name` label contains the service's name. */
-export const EndpointSlice = Type.Unsafe<T.EndpointSlice>({
+export const EndpointSlice = /* @__PURE__ */ Type.Unsafe<T.EndpointSlice>({
   description: "EndpointSlice represents a set of service endpoints. Most EndpointSlices are created by the EndpointSlice controller to represent the Pods selected by Service objects. For a given service there may be multiple EndpointSlice objects which must be joined to produce the full set of endpoints; you can find all of the slices for a given service by listing EndpointSlices in the service's namespace whose `kubernetes.io/service-name` label contains the service's name.",
   type: "object",
   properties: {
@@ -171,7 +172,7 @@ export const EndpointSlice = Type.Unsafe<T.EndpointSlice>({
       description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
       type: "string",
     },
-    metadata: { ...metav1.ObjectMeta, description: "Standard object's metadata." },
+    metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "Standard object's metadata."),
     ports: {
       description: "ports specifies the list of network ports exposed by each endpoint in this slice. Each port must have a unique name. Each slice may include a maximum of 100 ports. Services always have at least 1 port, so EndpointSlices generated by the EndpointSlice controller will likewise always have at least 1 port. EndpointSlices used for other purposes may have an empty ports list.",
       type: "array",

@@ -5,12 +5,13 @@
  * `defineKind`. Each constant's static type is the interface of the same name.
  */
 import Type from "typebox";
+import { described } from "../../k8s.ts";
 import type * as T from "../../../client/models/events/v1.ts";
 import * as corev1 from "../core/v1.ts";
 import * as metav1 from "../meta/v1.ts";
 
 /** EventSeries contain information on series of events, i.e. thing that was/is happening continuously for some time. How often to update the EventSeries is up to the event reporters. The default event reporter in "k8s.io/client-go/tools/events/event_broadcaster.go" shows how this struct is updated on heartbeats and can guide customized reporter implementations. */
-export const EventSeries = Type.Unsafe<T.EventSeries>({
+export const EventSeries = /* @__PURE__ */ Type.Unsafe<T.EventSeries>({
   description: "EventSeries contain information on series of events, i.e. thing that was/is happening continuously for some time. How often to update the EventSeries is up to the event reporters. The default event reporter in \"k8s.io/client-go/tools/events/event_broadcaster.go\" shows how this struct is updated on heartbeats and can guide customized reporter implementations.",
   type: "object",
   properties: {
@@ -30,7 +31,7 @@ export const EventSeries = Type.Unsafe<T.EventSeries>({
 export type EventSeries = T.EventSeries;
 
 /** Event is a report of an event somewhere in the cluster. It generally denotes some state change in the system. Events have a limited retention time and triggers and messages may evolve with time.  Event consumers should not rely on the timing of an event with a given Reason reflecting a consistent underlying trigger, or the continued existence of events with that Reason.  Events should be treated as informative, best-effort, supplemental data. */
-export const Event = Type.Unsafe<T.Event>({
+export const Event = /* @__PURE__ */ Type.Unsafe<T.Event>({
   description: "Event is a report of an event somewhere in the cluster. It generally denotes some state change in the system. Events have a limited retention time and triggers and messages may evolve with time.  Event consumers should not rely on the timing of an event with a given Reason reflecting a consistent underlying trigger, or the continued existence of events with that Reason.  Events should be treated as informative, best-effort, supplemental data.",
   type: "object",
   properties: {
@@ -57,7 +58,7 @@ export const Event = Type.Unsafe<T.Event>({
       type: "string",
       format: "date-time",
     },
-    deprecatedSource: { ...corev1.EventSource, description: "deprecatedSource is the deprecated field assuring backward compatibility with core.v1 Event type." },
+    deprecatedSource: /* @__PURE__ */ described(corev1.EventSource, "deprecatedSource is the deprecated field assuring backward compatibility with core.v1 Event type."),
     eventTime: {
       description: "eventTime is the time when this Event was first observed. It is required.",
       type: "string",
@@ -67,7 +68,7 @@ export const Event = Type.Unsafe<T.Event>({
       description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
       type: "string",
     },
-    metadata: { ...metav1.ObjectMeta, description: "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata" },
+    metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"),
     note: {
       description: "note is a human-readable description of the status of this operation. Maximal length of the note is 1kB, but libraries should be prepared to handle values up to 64kB.",
       type: "string",
@@ -76,8 +77,8 @@ export const Event = Type.Unsafe<T.Event>({
       description: "reason is why the action was taken. It is human-readable. This field cannot be empty for new Events and it can have at most 128 characters.",
       type: "string",
     },
-    regarding: { ...corev1.ObjectReference, description: "regarding contains the object this Event is about. In most cases it's an Object reporting controller implements, e.g. ReplicaSetController implements ReplicaSets and this event is emitted because it acts on some changes in a ReplicaSet object." },
-    related: { ...corev1.ObjectReference, description: "related is the optional secondary object for more complex actions. E.g. when regarding object triggers a creation or deletion of related object." },
+    regarding: /* @__PURE__ */ described(corev1.ObjectReference, "regarding contains the object this Event is about. In most cases it's an Object reporting controller implements, e.g. ReplicaSetController implements ReplicaSets and this event is emitted because it acts on some changes in a ReplicaSet object."),
+    related: /* @__PURE__ */ described(corev1.ObjectReference, "related is the optional secondary object for more complex actions. E.g. when regarding object triggers a creation or deletion of related object."),
     reportingController: {
       description: "reportingController is the name of the controller that emitted this Event, e.g. `kubernetes.io/kubelet`. This field cannot be empty for new Events.",
       type: "string",
@@ -86,7 +87,7 @@ export const Event = Type.Unsafe<T.Event>({
       description: "reportingInstance is the ID of the controller instance, e.g. `kubelet-xyzf`. This field cannot be empty for new Events and it can have at most 128 characters.",
       type: "string",
     },
-    series: { ...EventSeries, description: "series is data about the Event series this event represents or nil if it's a singleton Event." },
+    series: /* @__PURE__ */ described(EventSeries, "series is data about the Event series this event represents or nil if it's a singleton Event."),
     type: {
       description: "type is the type of this event (Normal, Warning), new types could be added in the future. It is machine-readable. This field cannot be empty for new Events.",
       type: "string",

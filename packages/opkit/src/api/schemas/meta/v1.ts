@@ -5,11 +5,11 @@
  * `defineKind`. Each constant's static type is the interface of the same name.
  */
 import Type from "typebox";
-import { intOrString, quantity } from "../../k8s.ts";
+import { intOrString, quantity, described } from "../../k8s.ts";
 import type * as T from "../../../client/models/meta/v1.ts";
 
 /** A label selector requirement is a selector that contains values, a key, and an operator that relates the key and values. */
-export const LabelSelectorRequirement = Type.Unsafe<T.LabelSelectorRequirement>({
+export const LabelSelectorRequirement = /* @__PURE__ */ Type.Unsafe<T.LabelSelectorRequirement>({
   description: "A label selector requirement is a selector that contains values, a key, and an operator that relates the key and values.",
   type: "object",
   properties: {
@@ -35,7 +35,7 @@ export const LabelSelectorRequirement = Type.Unsafe<T.LabelSelectorRequirement>(
 export type LabelSelectorRequirement = T.LabelSelectorRequirement;
 
 /** A label selector is a label query over a set of resources. The result of matchLabels and matchExpressions are ANDed. An empty label selector matches all objects. A null label selector matches no objects. */
-export const LabelSelector = Type.Unsafe<T.LabelSelector>({
+export const LabelSelector = /* @__PURE__ */ Type.Unsafe<T.LabelSelector>({
   description: "A label selector is a label query over a set of resources. The result of matchLabels and matchExpressions are ANDed. An empty label selector matches all objects. A null label selector matches no objects.",
   type: "object",
   properties: {
@@ -64,7 +64,7 @@ export type LabelSelector = T.LabelSelector;
  *
  * The exact format is defined in sigs.k8s.io/structured-merge-diff
  */
-export const FieldsV1 = Type.Unsafe<T.FieldsV1>({
+export const FieldsV1 = /* @__PURE__ */ Type.Unsafe<T.FieldsV1>({
   description: "FieldsV1 stores a set of fields in a data structure like a Trie, in JSON format.\n\nEach key is either a '.' representing the field itself, and will always map to an empty set, or a string representing a sub-field or item. The string will follow one of these four formats: 'f:<name>', where <name> is the name of a field in a struct, or key in a map 'v:<value>', where <value> is the exact json formatted value of a list item 'i:<index>', where <index> is position of a item in a list 'k:<keys>', where <keys> is a map of  a list item's key fields to their unique values If a key maps to an empty Fields value, the field that key represents is part of the set.\n\nThe exact format is defined in sigs.k8s.io/structured-merge-diff",
   type: "object",
   "x-kubernetes-preserve-unknown-fields": true,
@@ -72,7 +72,7 @@ export const FieldsV1 = Type.Unsafe<T.FieldsV1>({
 export type FieldsV1 = T.FieldsV1;
 
 /** Time is a wrapper around time.Time which supports correct marshaling to YAML and JSON.  Wrappers are provided for many of the factory methods that the time package offers. */
-export const Time = Type.Unsafe<T.Time>({
+export const Time = /* @__PURE__ */ Type.Unsafe<T.Time>({
   description: "Time is a wrapper around time.Time which supports correct marshaling to YAML and JSON.  Wrappers are provided for many of the factory methods that the time package offers.",
   type: "string",
   format: "date-time",
@@ -80,7 +80,7 @@ export const Time = Type.Unsafe<T.Time>({
 export type Time = T.Time;
 
 /** ManagedFieldsEntry is a workflow-id, a FieldSet and the group version of the resource that the fieldset applies to. */
-export const ManagedFieldsEntry = Type.Unsafe<T.ManagedFieldsEntry>({
+export const ManagedFieldsEntry = /* @__PURE__ */ Type.Unsafe<T.ManagedFieldsEntry>({
   description: "ManagedFieldsEntry is a workflow-id, a FieldSet and the group version of the resource that the fieldset applies to.",
   type: "object",
   properties: {
@@ -119,7 +119,7 @@ export const ManagedFieldsEntry = Type.Unsafe<T.ManagedFieldsEntry>({
 export type ManagedFieldsEntry = T.ManagedFieldsEntry;
 
 /** OwnerReference contains enough information to let you identify an owning object. An owning object must be in the same namespace as the dependent, or be cluster-scoped, so there is no namespace field. */
-export const OwnerReference = Type.Unsafe<T.OwnerReference>({
+export const OwnerReference = /* @__PURE__ */ Type.Unsafe<T.OwnerReference>({
   description: "OwnerReference contains enough information to let you identify an owning object. An owning object must be in the same namespace as the dependent, or be cluster-scoped, so there is no namespace field.",
   type: "object",
   properties: {
@@ -154,7 +154,7 @@ export const OwnerReference = Type.Unsafe<T.OwnerReference>({
 export type OwnerReference = T.OwnerReference;
 
 /** ObjectMeta is metadata that all persisted resources must have, which includes all objects users must create. */
-export const ObjectMeta = Type.Unsafe<T.ObjectMeta>({
+export const ObjectMeta = /* @__PURE__ */ Type.Unsafe<T.ObjectMeta>({
   description: "ObjectMeta is metadata that all persisted resources must have, which includes all objects users must create.",
   type: "object",
   properties: {
@@ -242,7 +242,7 @@ export const ObjectMeta = Type.Unsafe<T.ObjectMeta>({
 export type ObjectMeta = T.ObjectMeta;
 
 /** Condition contains details for one aspect of the current state of this API Resource. */
-export const Condition = Type.Unsafe<T.Condition>({
+export const Condition = /* @__PURE__ */ Type.Unsafe<T.Condition>({
   description: "Condition contains details for one aspect of the current state of this API Resource.",
   type: "object",
   properties: {
@@ -317,7 +317,7 @@ export type Condition = T.Condition;
  *
  * So what happens? Decode first uses json or yaml to unmarshal the serialized data into your external MyAPIObject. That causes the raw JSON to be stored, but not unpacked. The next step is to copy (using pkg/conversion) into the internal struct. The runtime package's DefaultScheme has conversion functions installed which will unpack the JSON stored in RawExtension, turning it into the correct object type, and storing it in the Object. (TODO: In the case where the object is of an unknown type, a runtime.Unknown object will be created and stored.)
  */
-export const RawExtension = Type.Unsafe<T.RawExtension>({
+export const RawExtension = /* @__PURE__ */ Type.Unsafe<T.RawExtension>({
   description: "RawExtension is used to hold extensions in external versions.\n\nTo use this, make a field which has RawExtension as its type in your external, versioned struct, and Object in your internal struct. You also need to register your various plugin types.\n\n// Internal package:\n\n\ttype MyAPIObject struct {\n\t\truntime.TypeMeta `json:\",inline\"`\n\t\tMyPlugin runtime.Object `json:\"myPlugin\"`\n\t}\n\n\ttype PluginA struct {\n\t\tAOption string `json:\"aOption\"`\n\t}\n\n// External package:\n\n\ttype MyAPIObject struct {\n\t\truntime.TypeMeta `json:\",inline\"`\n\t\tMyPlugin runtime.RawExtension `json:\"myPlugin\"`\n\t}\n\n\ttype PluginA struct {\n\t\tAOption string `json:\"aOption\"`\n\t}\n\n// On the wire, the JSON will look something like this:\n\n\t{\n\t\t\"kind\":\"MyAPIObject\",\n\t\t\"apiVersion\":\"v1\",\n\t\t\"myPlugin\": {\n\t\t\t\"kind\":\"PluginA\",\n\t\t\t\"aOption\":\"foo\",\n\t\t},\n\t}\n\nSo what happens? Decode first uses json or yaml to unmarshal the serialized data into your external MyAPIObject. That causes the raw JSON to be stored, but not unpacked. The next step is to copy (using pkg/conversion) into the internal struct. The runtime package's DefaultScheme has conversion functions installed which will unpack the JSON stored in RawExtension, turning it into the correct object type, and storing it in the Object. (TODO: In the case where the object is of an unknown type, a runtime.Unknown object will be created and stored.)",
   type: "object",
   "x-kubernetes-preserve-unknown-fields": true,
@@ -325,7 +325,7 @@ export const RawExtension = Type.Unsafe<T.RawExtension>({
 export type RawExtension = T.RawExtension;
 
 /** IntOrString is a type that can hold an int32 or a string.  When used in JSON or YAML marshalling and unmarshalling, it produces or consumes the inner type.  This allows you to have, for example, a JSON field that can accept a name or number. */
-export const IntOrString = intOrString({ description: "IntOrString is a type that can hold an int32 or a string.  When used in JSON or YAML marshalling and unmarshalling, it produces or consumes the inner type.  This allows you to have, for example, a JSON field that can accept a name or number." });
+export const IntOrString = /* @__PURE__ */ intOrString({ description: "IntOrString is a type that can hold an int32 or a string.  When used in JSON or YAML marshalling and unmarshalling, it produces or consumes the inner type.  This allows you to have, for example, a JSON field that can accept a name or number." });
 export type IntOrString = T.IntOrString;
 
 /**
@@ -367,11 +367,11 @@ export type IntOrString = T.IntOrString;
  *
  * This format is intended to make it difficult to use these numbers without writing some sort of special handling code in the hopes that that will cause implementors to also use a fixed point implementation.
  */
-export const Quantity = quantity({ description: "Quantity is a fixed-point representation of a number. It provides convenient marshaling/unmarshaling in JSON and YAML, in addition to String() and AsInt64() accessors.\n\nThe serialization format is:\n\n``` <quantity>        ::= <signedNumber><suffix>\n\n\t(Note that <suffix> may be empty, from the \"\" case in <decimalSI>.)\n\n<digit>           ::= 0 | 1 | ... | 9 <digits>          ::= <digit> | <digit><digits> <number>          ::= <digits> | <digits>.<digits> | <digits>. | .<digits> <sign>            ::= \"+\" | \"-\" <signedNumber>    ::= <number> | <sign><number> <suffix>          ::= <binarySI> | <decimalExponent> | <decimalSI> <binarySI>        ::= Ki | Mi | Gi | Ti | Pi | Ei\n\n\t(International System of units; See: http://physics.nist.gov/cuu/Units/binary.html)\n\n<decimalSI>       ::= m | \"\" | k | M | G | T | P | E\n\n\t(Note that 1024 = 1Ki but 1000 = 1k; I didn't choose the capitalization.)\n\n<decimalExponent> ::= \"e\" <signedNumber> | \"E\" <signedNumber> ```\n\nNo matter which of the three exponent forms is used, no quantity may represent a number greater than 2^63-1 in magnitude, nor may it have more than 3 decimal places. Numbers larger or more precise will be capped or rounded up. (E.g.: 0.1m will rounded up to 1m.) This may be extended in the future if we require larger or smaller quantities.\n\nWhen a Quantity is parsed from a string, it will remember the type of suffix it had, and will use the same type again when it is serialized.\n\nBefore serializing, Quantity will be put in \"canonical form\". This means that Exponent/suffix will be adjusted up or down (with a corresponding increase or decrease in Mantissa) such that:\n\n- No precision is lost - No fractional digits will be emitted - The exponent (or suffix) is as large as possible.\n\nThe sign will be omitted unless the number is negative.\n\nExamples:\n\n- 1.5 will be serialized as \"1500m\" - 1.5Gi will be serialized as \"1536Mi\"\n\nNote that the quantity will NEVER be internally represented by a floating point number. That is the whole point of this exercise.\n\nNon-canonical values will still parse as long as they are well formed, but will be re-emitted in their canonical form. (So always use canonical form, or don't diff.)\n\nThis format is intended to make it difficult to use these numbers without writing some sort of special handling code in the hopes that that will cause implementors to also use a fixed point implementation." });
+export const Quantity = /* @__PURE__ */ quantity({ description: "Quantity is a fixed-point representation of a number. It provides convenient marshaling/unmarshaling in JSON and YAML, in addition to String() and AsInt64() accessors.\n\nThe serialization format is:\n\n``` <quantity>        ::= <signedNumber><suffix>\n\n\t(Note that <suffix> may be empty, from the \"\" case in <decimalSI>.)\n\n<digit>           ::= 0 | 1 | ... | 9 <digits>          ::= <digit> | <digit><digits> <number>          ::= <digits> | <digits>.<digits> | <digits>. | .<digits> <sign>            ::= \"+\" | \"-\" <signedNumber>    ::= <number> | <sign><number> <suffix>          ::= <binarySI> | <decimalExponent> | <decimalSI> <binarySI>        ::= Ki | Mi | Gi | Ti | Pi | Ei\n\n\t(International System of units; See: http://physics.nist.gov/cuu/Units/binary.html)\n\n<decimalSI>       ::= m | \"\" | k | M | G | T | P | E\n\n\t(Note that 1024 = 1Ki but 1000 = 1k; I didn't choose the capitalization.)\n\n<decimalExponent> ::= \"e\" <signedNumber> | \"E\" <signedNumber> ```\n\nNo matter which of the three exponent forms is used, no quantity may represent a number greater than 2^63-1 in magnitude, nor may it have more than 3 decimal places. Numbers larger or more precise will be capped or rounded up. (E.g.: 0.1m will rounded up to 1m.) This may be extended in the future if we require larger or smaller quantities.\n\nWhen a Quantity is parsed from a string, it will remember the type of suffix it had, and will use the same type again when it is serialized.\n\nBefore serializing, Quantity will be put in \"canonical form\". This means that Exponent/suffix will be adjusted up or down (with a corresponding increase or decrease in Mantissa) such that:\n\n- No precision is lost - No fractional digits will be emitted - The exponent (or suffix) is as large as possible.\n\nThe sign will be omitted unless the number is negative.\n\nExamples:\n\n- 1.5 will be serialized as \"1500m\" - 1.5Gi will be serialized as \"1536Mi\"\n\nNote that the quantity will NEVER be internally represented by a floating point number. That is the whole point of this exercise.\n\nNon-canonical values will still parse as long as they are well formed, but will be re-emitted in their canonical form. (So always use canonical form, or don't diff.)\n\nThis format is intended to make it difficult to use these numbers without writing some sort of special handling code in the hopes that that will cause implementors to also use a fixed point implementation." });
 export type Quantity = T.Quantity;
 
 /** MicroTime is version of Time with microsecond level precision. */
-export const MicroTime = Type.Unsafe<T.MicroTime>({
+export const MicroTime = /* @__PURE__ */ Type.Unsafe<T.MicroTime>({
   description: "MicroTime is version of Time with microsecond level precision.",
   type: "string",
   format: "date-time",
@@ -379,7 +379,7 @@ export const MicroTime = Type.Unsafe<T.MicroTime>({
 export type MicroTime = T.MicroTime;
 
 /** Preconditions must be fulfilled before an operation (update, delete, etc.) is carried out. */
-export const Preconditions = Type.Unsafe<T.Preconditions>({
+export const Preconditions = /* @__PURE__ */ Type.Unsafe<T.Preconditions>({
   description: "Preconditions must be fulfilled before an operation (update, delete, etc.) is carried out.",
   type: "object",
   properties: {
@@ -396,7 +396,7 @@ export const Preconditions = Type.Unsafe<T.Preconditions>({
 export type Preconditions = T.Preconditions;
 
 /** DeleteOptions may be provided when deleting an API object. */
-export const DeleteOptions = Type.Unsafe<T.DeleteOptions>({
+export const DeleteOptions = /* @__PURE__ */ Type.Unsafe<T.DeleteOptions>({
   description: "DeleteOptions may be provided when deleting an API object.",
   type: "object",
   properties: {
@@ -429,7 +429,7 @@ export const DeleteOptions = Type.Unsafe<T.DeleteOptions>({
       description: "Deprecated: please use the PropagationPolicy, this field will be deprecated in 1.7. Should the dependent objects be orphaned. If true/false, the \"orphan\" finalizer will be added to/removed from the object's finalizers list. Either this field or PropagationPolicy may be set, but not both.",
       type: "boolean",
     },
-    preconditions: { ...Preconditions, description: "Must be fulfilled before a deletion is carried out. If not possible, a 409 Conflict status will be returned." },
+    preconditions: /* @__PURE__ */ described(Preconditions, "Must be fulfilled before a deletion is carried out. If not possible, a 409 Conflict status will be returned."),
     propagationPolicy: {
       description: "Whether and how garbage collection will be performed. Either this field or OrphanDependents may be set, but not both. The default policy is decided by the existing finalizer set in the metadata.finalizers and the resource-specific default policy. Acceptable values are: 'Orphan' - orphan the dependents; 'Background' - allow the garbage collector to delete the dependents in the background; 'Foreground' - a cascading policy that deletes all dependents in the foreground.",
       type: "string",
@@ -439,7 +439,7 @@ export const DeleteOptions = Type.Unsafe<T.DeleteOptions>({
 export type DeleteOptions = T.DeleteOptions;
 
 /** APIResource specifies the name of a resource and whether it is namespaced. */
-export const APIResource = Type.Unsafe<T.APIResource>({
+export const APIResource = /* @__PURE__ */ Type.Unsafe<T.APIResource>({
   description: "APIResource specifies the name of a resource and whether it is namespaced.",
   type: "object",
   properties: {
@@ -500,7 +500,7 @@ export const APIResource = Type.Unsafe<T.APIResource>({
 export type APIResource = T.APIResource;
 
 /** APIResourceList is a list of APIResource, it is used to expose the name of the resources supported in a specific group and version, and if the resource is namespaced. */
-export const APIResourceList = Type.Unsafe<T.APIResourceList>({
+export const APIResourceList = /* @__PURE__ */ Type.Unsafe<T.APIResourceList>({
   description: "APIResourceList is a list of APIResource, it is used to expose the name of the resources supported in a specific group and version, and if the resource is namespaced.",
   type: "object",
   properties: {
@@ -528,7 +528,7 @@ export const APIResourceList = Type.Unsafe<T.APIResourceList>({
 export type APIResourceList = T.APIResourceList;
 
 /** ShardInfo describes the shard selector that was applied to produce a list response. Its presence on a list response indicates the list is a filtered subset. */
-export const ShardInfo = Type.Unsafe<T.ShardInfo>({
+export const ShardInfo = /* @__PURE__ */ Type.Unsafe<T.ShardInfo>({
   description: "ShardInfo describes the shard selector that was applied to produce a list response. Its presence on a list response indicates the list is a filtered subset.",
   type: "object",
   properties: {
@@ -542,7 +542,7 @@ export const ShardInfo = Type.Unsafe<T.ShardInfo>({
 export type ShardInfo = T.ShardInfo;
 
 /** ListMeta describes metadata that synthetic resources must have, including lists and various status objects. A resource may have only one of {ObjectMeta, ListMeta}. */
-export const ListMeta = Type.Unsafe<T.ListMeta>({
+export const ListMeta = /* @__PURE__ */ Type.Unsafe<T.ListMeta>({
   description: "ListMeta describes metadata that synthetic resources must have, including lists and various status objects. A resource may have only one of {ObjectMeta, ListMeta}.",
   type: "object",
   properties: {
@@ -563,13 +563,13 @@ export const ListMeta = Type.Unsafe<T.ListMeta>({
       description: "Deprecated: selfLink is a legacy read-only field that is no longer populated by the system.",
       type: "string",
     },
-    shardInfo: { ...ShardInfo, description: "shardInfo is set when the list is a filtered subset of the full collection, as selected by a shard selector on the request. It echoes back the selector so clients can verify which shard they received and merge sharded responses. Clients should not cache sharded list responses as a full representation of the collection.\n\nThis is an alpha field and requires enabling the ShardedListAndWatch feature gate." },
+    shardInfo: /* @__PURE__ */ described(ShardInfo, "shardInfo is set when the list is a filtered subset of the full collection, as selected by a shard selector on the request. It echoes back the selector so clients can verify which shard they received and merge sharded responses. Clients should not cache sharded list responses as a full representation of the collection.\n\nThis is an alpha field and requires enabling the ShardedListAndWatch feature gate."),
   },
 });
 export type ListMeta = T.ListMeta;
 
 /** Patch is provided to give a concrete name and type to the Kubernetes PATCH request body. */
-export const Patch = Type.Unsafe<T.Patch>({
+export const Patch = /* @__PURE__ */ Type.Unsafe<T.Patch>({
   description: "Patch is provided to give a concrete name and type to the Kubernetes PATCH request body.",
   type: "object",
   "x-kubernetes-preserve-unknown-fields": true,
@@ -577,7 +577,7 @@ export const Patch = Type.Unsafe<T.Patch>({
 export type Patch = T.Patch;
 
 /** StatusCause provides more information about an api.Status failure, including cases when multiple errors are encountered. */
-export const StatusCause = Type.Unsafe<T.StatusCause>({
+export const StatusCause = /* @__PURE__ */ Type.Unsafe<T.StatusCause>({
   description: "StatusCause provides more information about an api.Status failure, including cases when multiple errors are encountered.",
   type: "object",
   properties: {
@@ -598,7 +598,7 @@ export const StatusCause = Type.Unsafe<T.StatusCause>({
 export type StatusCause = T.StatusCause;
 
 /** StatusDetails is a set of additional properties that MAY be set by the server to provide additional information about a response. The Reason field of a Status object defines what attributes will be set. Clients must ignore fields that do not match the defined type of each attribute, and should assume that any attribute may be empty, invalid, or under defined. */
-export const StatusDetails = Type.Unsafe<T.StatusDetails>({
+export const StatusDetails = /* @__PURE__ */ Type.Unsafe<T.StatusDetails>({
   description: "StatusDetails is a set of additional properties that MAY be set by the server to provide additional information about a response. The Reason field of a Status object defines what attributes will be set. Clients must ignore fields that do not match the defined type of each attribute, and should assume that any attribute may be empty, invalid, or under defined.",
   type: "object",
   properties: {
@@ -634,7 +634,7 @@ export const StatusDetails = Type.Unsafe<T.StatusDetails>({
 export type StatusDetails = T.StatusDetails;
 
 /** Status is a return value for calls that don't return other objects. */
-export const Status = Type.Unsafe<T.Status>({
+export const Status = /* @__PURE__ */ Type.Unsafe<T.Status>({
   description: "Status is a return value for calls that don't return other objects.",
   type: "object",
   properties: {
@@ -647,7 +647,7 @@ export const Status = Type.Unsafe<T.Status>({
       type: "integer",
       format: "int32",
     },
-    details: { ...StatusDetails, description: "Extended data associated with the reason.  Each reason may define its own extended details. This field is optional and the data returned is not guaranteed to conform to any schema except that defined by the reason type." },
+    details: /* @__PURE__ */ described(StatusDetails, "Extended data associated with the reason.  Each reason may define its own extended details. This field is optional and the data returned is not guaranteed to conform to any schema except that defined by the reason type."),
     kind: {
       description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
       type: "string",
@@ -656,7 +656,7 @@ export const Status = Type.Unsafe<T.Status>({
       description: "A human-readable description of the status of this operation.",
       type: "string",
     },
-    metadata: { ...ListMeta, description: "Standard list metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds" },
+    metadata: /* @__PURE__ */ described(ListMeta, "Standard list metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds"),
     reason: {
       description: "A machine-readable description of why this operation is in the \"Failure\" status. If this value is empty there is no information available. A Reason clarifies an HTTP status code but does not override it.",
       type: "string",
@@ -670,7 +670,7 @@ export const Status = Type.Unsafe<T.Status>({
 export type Status = T.Status;
 
 /** Event represents a single event to a watched resource. */
-export const WatchEvent = Type.Unsafe<T.WatchEvent>({
+export const WatchEvent = /* @__PURE__ */ Type.Unsafe<T.WatchEvent>({
   description: "Event represents a single event to a watched resource.",
   type: "object",
   properties: {

@@ -5,13 +5,13 @@
  * `defineKind`. Each constant's static type is the interface of the same name.
  */
 import Type from "typebox";
-import { intOrString } from "../../k8s.ts";
+import { intOrString, described } from "../../k8s.ts";
 import type * as T from "../../../client/models/networking/v1.ts";
 import * as corev1 from "../core/v1.ts";
 import * as metav1 from "../meta/v1.ts";
 
 /** ServiceBackendPort is the service port being referenced. */
-export const ServiceBackendPort = Type.Unsafe<T.ServiceBackendPort>({
+export const ServiceBackendPort = /* @__PURE__ */ Type.Unsafe<T.ServiceBackendPort>({
   description: "ServiceBackendPort is the service port being referenced.",
   type: "object",
   properties: {
@@ -30,7 +30,7 @@ export const ServiceBackendPort = Type.Unsafe<T.ServiceBackendPort>({
 export type ServiceBackendPort = T.ServiceBackendPort;
 
 /** IngressServiceBackend references a Kubernetes Service as a Backend. */
-export const IngressServiceBackend = Type.Unsafe<T.IngressServiceBackend>({
+export const IngressServiceBackend = /* @__PURE__ */ Type.Unsafe<T.IngressServiceBackend>({
   description: "IngressServiceBackend references a Kubernetes Service as a Backend.",
   type: "object",
   properties: {
@@ -38,29 +38,29 @@ export const IngressServiceBackend = Type.Unsafe<T.IngressServiceBackend>({
       description: "name is the referenced service. The service must exist in the same namespace as the Ingress object.",
       type: "string",
     },
-    port: { ...ServiceBackendPort, description: "port of the referenced service. A port name or port number is required for a IngressServiceBackend." },
+    port: /* @__PURE__ */ described(ServiceBackendPort, "port of the referenced service. A port name or port number is required for a IngressServiceBackend."),
   },
   required: ["name"],
 });
 export type IngressServiceBackend = T.IngressServiceBackend;
 
 /** IngressBackend describes all endpoints for a given service and port. */
-export const IngressBackend = Type.Unsafe<T.IngressBackend>({
+export const IngressBackend = /* @__PURE__ */ Type.Unsafe<T.IngressBackend>({
   description: "IngressBackend describes all endpoints for a given service and port.",
   type: "object",
   properties: {
-    resource: { ...corev1.TypedLocalObjectReference, description: "resource is an ObjectRef to another Kubernetes resource in the namespace of the Ingress object. If resource is specified, a service.Name and service.Port must not be specified. This is a mutually exclusive setting with \"Service\"." },
-    service: { ...IngressServiceBackend, description: "service references a service as a backend. This is a mutually exclusive setting with \"Resource\"." },
+    resource: /* @__PURE__ */ described(corev1.TypedLocalObjectReference, "resource is an ObjectRef to another Kubernetes resource in the namespace of the Ingress object. If resource is specified, a service.Name and service.Port must not be specified. This is a mutually exclusive setting with \"Service\"."),
+    service: /* @__PURE__ */ described(IngressServiceBackend, "service references a service as a backend. This is a mutually exclusive setting with \"Resource\"."),
   },
 });
 export type IngressBackend = T.IngressBackend;
 
 /** HTTPIngressPath associates a path with a backend. Incoming urls matching the path are forwarded to the backend. */
-export const HTTPIngressPath = Type.Unsafe<T.HTTPIngressPath>({
+export const HTTPIngressPath = /* @__PURE__ */ Type.Unsafe<T.HTTPIngressPath>({
   description: "HTTPIngressPath associates a path with a backend. Incoming urls matching the path are forwarded to the backend.",
   type: "object",
   properties: {
-    backend: { ...IngressBackend, description: "backend defines the referenced service endpoint to which the traffic will be forwarded to." },
+    backend: /* @__PURE__ */ described(IngressBackend, "backend defines the referenced service endpoint to which the traffic will be forwarded to."),
     path: {
       description: "path is matched against the path of an incoming request. Currently it can contain characters disallowed from the conventional \"path\" part of a URL as defined by RFC 3986. Paths must begin with a '/' and must be present when using PathType with value \"Exact\" or \"Prefix\".",
       type: "string",
@@ -76,7 +76,7 @@ export const HTTPIngressPath = Type.Unsafe<T.HTTPIngressPath>({
 export type HTTPIngressPath = T.HTTPIngressPath;
 
 /** HTTPIngressRuleValue is a list of http selectors pointing to backends. In the example: http://<host>/<path>?<searchpart> -> backend where where parts of the url correspond to RFC 3986, this resource will be used to match against everything after the last '/' and before the first '?' or '#'. */
-export const HTTPIngressRuleValue = Type.Unsafe<T.HTTPIngressRuleValue>({
+export const HTTPIngressRuleValue = /* @__PURE__ */ Type.Unsafe<T.HTTPIngressRuleValue>({
   description: "HTTPIngressRuleValue is a list of http selectors pointing to backends. In the example: http://<host>/<path>?<searchpart> -> backend where where parts of the url correspond to RFC 3986, this resource will be used to match against everything after the last '/' and before the first '?' or '#'.",
   type: "object",
   properties: {
@@ -92,7 +92,7 @@ export const HTTPIngressRuleValue = Type.Unsafe<T.HTTPIngressRuleValue>({
 export type HTTPIngressRuleValue = T.HTTPIngressRuleValue;
 
 /** ParentReference describes a reference to a parent object. */
-export const ParentReference = Type.Unsafe<T.ParentReference>({
+export const ParentReference = /* @__PURE__ */ Type.Unsafe<T.ParentReference>({
   description: "ParentReference describes a reference to a parent object.",
   type: "object",
   properties: {
@@ -118,18 +118,18 @@ export const ParentReference = Type.Unsafe<T.ParentReference>({
 export type ParentReference = T.ParentReference;
 
 /** IPAddressSpec describe the attributes in an IP Address. */
-export const IPAddressSpec = Type.Unsafe<T.IPAddressSpec>({
+export const IPAddressSpec = /* @__PURE__ */ Type.Unsafe<T.IPAddressSpec>({
   description: "IPAddressSpec describe the attributes in an IP Address.",
   type: "object",
   properties: {
-    parentRef: { ...ParentReference, description: "ParentRef references the resource that an IPAddress is attached to. An IPAddress must reference a parent object." },
+    parentRef: /* @__PURE__ */ described(ParentReference, "ParentRef references the resource that an IPAddress is attached to. An IPAddress must reference a parent object."),
   },
   required: ["parentRef"],
 });
 export type IPAddressSpec = T.IPAddressSpec;
 
 /** IPAddress represents a single IP of a single IP Family. The object is designed to be used by APIs that operate on IP addresses. The object is used by the Service core API for allocation of IP addresses. An IP address can be represented in different formats, to guarantee the uniqueness of the IP, the name of the object is the IP address in canonical format, four decimal digits separated by dots suppressing leading zeros for IPv4 and the representation defined by RFC 5952 for IPv6. Valid: 192.168.1.5 or 2001:db8::1 or 2001:db8:aaaa:bbbb:cccc:dddd:eeee:1 Invalid: 10.01.2.3 or 2001:db8:0:0:0::1 */
-export const IPAddress = Type.Unsafe<T.IPAddress>({
+export const IPAddress = /* @__PURE__ */ Type.Unsafe<T.IPAddress>({
   description: "IPAddress represents a single IP of a single IP Family. The object is designed to be used by APIs that operate on IP addresses. The object is used by the Service core API for allocation of IP addresses. An IP address can be represented in different formats, to guarantee the uniqueness of the IP, the name of the object is the IP address in canonical format, four decimal digits separated by dots suppressing leading zeros for IPv4 and the representation defined by RFC 5952 for IPv6. Valid: 192.168.1.5 or 2001:db8::1 or 2001:db8:aaaa:bbbb:cccc:dddd:eeee:1 Invalid: 10.01.2.3 or 2001:db8:0:0:0::1",
   type: "object",
   properties: {
@@ -141,15 +141,15 @@ export const IPAddress = Type.Unsafe<T.IPAddress>({
       description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
       type: "string",
     },
-    metadata: { ...metav1.ObjectMeta, description: "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata" },
-    spec: { ...IPAddressSpec, description: "spec is the desired state of the IPAddress. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status" },
+    metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"),
+    spec: /* @__PURE__ */ described(IPAddressSpec, "spec is the desired state of the IPAddress. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status"),
   },
   required: ["spec"],
 });
 export type IPAddress = T.IPAddress;
 
 /** IPBlock describes a particular CIDR (Ex. "192.168.1.0/24","2001:db8::/64") that is allowed to the pods matched by a NetworkPolicySpec's podSelector. The except entry describes CIDRs that should not be included within this rule. */
-export const IPBlock = Type.Unsafe<T.IPBlock>({
+export const IPBlock = /* @__PURE__ */ Type.Unsafe<T.IPBlock>({
   description: "IPBlock describes a particular CIDR (Ex. \"192.168.1.0/24\",\"2001:db8::/64\") that is allowed to the pods matched by a NetworkPolicySpec's podSelector. The except entry describes CIDRs that should not be included within this rule.",
   type: "object",
   properties: {
@@ -171,7 +171,7 @@ export const IPBlock = Type.Unsafe<T.IPBlock>({
 export type IPBlock = T.IPBlock;
 
 /** IngressRule represents the rules mapping the paths under a specified host to the related backend services. Incoming requests are first evaluated for a host match, then routed to the backend associated with the matching IngressRuleValue. */
-export const IngressRule = Type.Unsafe<T.IngressRule>({
+export const IngressRule = /* @__PURE__ */ Type.Unsafe<T.IngressRule>({
   description: "IngressRule represents the rules mapping the paths under a specified host to the related backend services. Incoming requests are first evaluated for a host match, then routed to the backend associated with the matching IngressRuleValue.",
   type: "object",
   properties: {
@@ -185,7 +185,7 @@ export const IngressRule = Type.Unsafe<T.IngressRule>({
 export type IngressRule = T.IngressRule;
 
 /** IngressTLS describes the transport layer security associated with an ingress. */
-export const IngressTLS = Type.Unsafe<T.IngressTLS>({
+export const IngressTLS = /* @__PURE__ */ Type.Unsafe<T.IngressTLS>({
   description: "IngressTLS describes the transport layer security associated with an ingress.",
   type: "object",
   properties: {
@@ -206,11 +206,11 @@ export const IngressTLS = Type.Unsafe<T.IngressTLS>({
 export type IngressTLS = T.IngressTLS;
 
 /** IngressSpec describes the Ingress the user wishes to exist. */
-export const IngressSpec = Type.Unsafe<T.IngressSpec>({
+export const IngressSpec = /* @__PURE__ */ Type.Unsafe<T.IngressSpec>({
   description: "IngressSpec describes the Ingress the user wishes to exist.",
   type: "object",
   properties: {
-    defaultBackend: { ...IngressBackend, description: "defaultBackend is the backend that should handle requests that don't match any rule. If Rules are not specified, DefaultBackend must be specified. If DefaultBackend is not set, the handling of requests that do not match any of the rules will be up to the Ingress controller." },
+    defaultBackend: /* @__PURE__ */ described(IngressBackend, "defaultBackend is the backend that should handle requests that don't match any rule. If Rules are not specified, DefaultBackend must be specified. If DefaultBackend is not set, the handling of requests that do not match any of the rules will be up to the Ingress controller."),
     ingressClassName: {
       description: "ingressClassName is the name of an IngressClass cluster resource. Ingress controller implementations use this field to know whether they should be serving this Ingress resource, by a transitive connection (controller -> IngressClass -> Ingress resource). Although the `kubernetes.io/ingress.class` annotation (simple constant name) was never formally defined, it was widely supported by Ingress controllers to create a direct binding between Ingress controller and Ingress resources. Newly created Ingress resources should prefer using the field. However, even though the annotation is officially deprecated, for backwards compatibility reasons, ingress controllers should still honor that annotation if present.",
       type: "string",
@@ -232,7 +232,7 @@ export const IngressSpec = Type.Unsafe<T.IngressSpec>({
 export type IngressSpec = T.IngressSpec;
 
 /** IngressPortStatus represents the error condition of a service port */
-export const IngressPortStatus = Type.Unsafe<T.IngressPortStatus>({
+export const IngressPortStatus = /* @__PURE__ */ Type.Unsafe<T.IngressPortStatus>({
   description: "IngressPortStatus represents the error condition of a service port",
   type: "object",
   properties: {
@@ -256,7 +256,7 @@ export const IngressPortStatus = Type.Unsafe<T.IngressPortStatus>({
 export type IngressPortStatus = T.IngressPortStatus;
 
 /** IngressLoadBalancerIngress represents the status of a load-balancer ingress point. */
-export const IngressLoadBalancerIngress = Type.Unsafe<T.IngressLoadBalancerIngress>({
+export const IngressLoadBalancerIngress = /* @__PURE__ */ Type.Unsafe<T.IngressLoadBalancerIngress>({
   description: "IngressLoadBalancerIngress represents the status of a load-balancer ingress point.",
   type: "object",
   properties: {
@@ -279,7 +279,7 @@ export const IngressLoadBalancerIngress = Type.Unsafe<T.IngressLoadBalancerIngre
 export type IngressLoadBalancerIngress = T.IngressLoadBalancerIngress;
 
 /** IngressLoadBalancerStatus represents the status of a load-balancer. */
-export const IngressLoadBalancerStatus = Type.Unsafe<T.IngressLoadBalancerStatus>({
+export const IngressLoadBalancerStatus = /* @__PURE__ */ Type.Unsafe<T.IngressLoadBalancerStatus>({
   description: "IngressLoadBalancerStatus represents the status of a load-balancer.",
   type: "object",
   properties: {
@@ -294,17 +294,17 @@ export const IngressLoadBalancerStatus = Type.Unsafe<T.IngressLoadBalancerStatus
 export type IngressLoadBalancerStatus = T.IngressLoadBalancerStatus;
 
 /** IngressStatus describe the current state of the Ingress. */
-export const IngressStatus = Type.Unsafe<T.IngressStatus>({
+export const IngressStatus = /* @__PURE__ */ Type.Unsafe<T.IngressStatus>({
   description: "IngressStatus describe the current state of the Ingress.",
   type: "object",
   properties: {
-    loadBalancer: { ...IngressLoadBalancerStatus, description: "loadBalancer contains the current status of the load-balancer." },
+    loadBalancer: /* @__PURE__ */ described(IngressLoadBalancerStatus, "loadBalancer contains the current status of the load-balancer."),
   },
 });
 export type IngressStatus = T.IngressStatus;
 
 /** Ingress is a collection of rules that allow inbound connections to reach the endpoints defined by a backend. An Ingress can be configured to give services externally-reachable urls, load balance traffic, terminate SSL, offer name based virtual hosting etc. */
-export const Ingress = Type.Unsafe<T.Ingress>({
+export const Ingress = /* @__PURE__ */ Type.Unsafe<T.Ingress>({
   description: "Ingress is a collection of rules that allow inbound connections to reach the endpoints defined by a backend. An Ingress can be configured to give services externally-reachable urls, load balance traffic, terminate SSL, offer name based virtual hosting etc.",
   type: "object",
   properties: {
@@ -316,15 +316,15 @@ export const Ingress = Type.Unsafe<T.Ingress>({
       description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
       type: "string",
     },
-    metadata: { ...metav1.ObjectMeta, description: "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata" },
-    spec: { ...IngressSpec, description: "spec is the desired state of the Ingress. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status" },
-    status: { ...IngressStatus, description: "status is the current state of the Ingress. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status" },
+    metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"),
+    spec: /* @__PURE__ */ described(IngressSpec, "spec is the desired state of the Ingress. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status"),
+    status: /* @__PURE__ */ described(IngressStatus, "status is the current state of the Ingress. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status"),
   },
 });
 export type Ingress = T.Ingress;
 
 /** IngressClassParametersReference identifies an API object. This can be used to specify a cluster or namespace-scoped resource. */
-export const IngressClassParametersReference = Type.Unsafe<T.IngressClassParametersReference>({
+export const IngressClassParametersReference = /* @__PURE__ */ Type.Unsafe<T.IngressClassParametersReference>({
   description: "IngressClassParametersReference identifies an API object. This can be used to specify a cluster or namespace-scoped resource.",
   type: "object",
   properties: {
@@ -354,7 +354,7 @@ export const IngressClassParametersReference = Type.Unsafe<T.IngressClassParamet
 export type IngressClassParametersReference = T.IngressClassParametersReference;
 
 /** IngressClassSpec provides information about the class of an Ingress. */
-export const IngressClassSpec = Type.Unsafe<T.IngressClassSpec>({
+export const IngressClassSpec = /* @__PURE__ */ Type.Unsafe<T.IngressClassSpec>({
   description: "IngressClassSpec provides information about the class of an Ingress.",
   type: "object",
   properties: {
@@ -362,13 +362,13 @@ export const IngressClassSpec = Type.Unsafe<T.IngressClassSpec>({
       description: "controller refers to the name of the controller that should handle this class. This allows for different \"flavors\" that are controlled by the same controller. For example, you may have different parameters for the same implementing controller. This should be specified as a domain-prefixed path no more than 250 characters in length, e.g. \"acme.io/ingress-controller\". This field is immutable.",
       type: "string",
     },
-    parameters: { ...IngressClassParametersReference, description: "parameters is a link to a custom resource containing additional configuration for the controller. This is optional if the controller does not require extra parameters." },
+    parameters: /* @__PURE__ */ described(IngressClassParametersReference, "parameters is a link to a custom resource containing additional configuration for the controller. This is optional if the controller does not require extra parameters."),
   },
 });
 export type IngressClassSpec = T.IngressClassSpec;
 
 /** IngressClass represents the class of the Ingress, referenced by the Ingress Spec. The `ingressclass.kubernetes.io/is-default-class` annotation can be used to indicate that an IngressClass should be considered default. When a single IngressClass resource has this annotation set to true, new Ingress resources without a class specified will be assigned this default class. */
-export const IngressClass = Type.Unsafe<T.IngressClass>({
+export const IngressClass = /* @__PURE__ */ Type.Unsafe<T.IngressClass>({
   description: "IngressClass represents the class of the Ingress, referenced by the Ingress Spec. The `ingressclass.kubernetes.io/is-default-class` annotation can be used to indicate that an IngressClass should be considered default. When a single IngressClass resource has this annotation set to true, new Ingress resources without a class specified will be assigned this default class.",
   type: "object",
   properties: {
@@ -380,26 +380,26 @@ export const IngressClass = Type.Unsafe<T.IngressClass>({
       description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
       type: "string",
     },
-    metadata: { ...metav1.ObjectMeta, description: "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata" },
-    spec: { ...IngressClassSpec, description: "spec is the desired state of the IngressClass. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status" },
+    metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"),
+    spec: /* @__PURE__ */ described(IngressClassSpec, "spec is the desired state of the IngressClass. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status"),
   },
 });
 export type IngressClass = T.IngressClass;
 
 /** NetworkPolicyPeer describes a peer to allow traffic to/from. Only certain combinations of fields are allowed */
-export const NetworkPolicyPeer = Type.Unsafe<T.NetworkPolicyPeer>({
+export const NetworkPolicyPeer = /* @__PURE__ */ Type.Unsafe<T.NetworkPolicyPeer>({
   description: "NetworkPolicyPeer describes a peer to allow traffic to/from. Only certain combinations of fields are allowed",
   type: "object",
   properties: {
-    ipBlock: { ...IPBlock, description: "ipBlock defines policy on a particular IPBlock. If this field is set then neither of the other fields can be." },
-    namespaceSelector: { ...metav1.LabelSelector, description: "namespaceSelector selects namespaces using cluster-scoped labels. This field follows standard label selector semantics; if present but empty, it selects all namespaces.\n\nIf podSelector is also set, then the NetworkPolicyPeer as a whole selects the pods matching podSelector in the namespaces selected by namespaceSelector. Otherwise it selects all pods in the namespaces selected by namespaceSelector." },
-    podSelector: { ...metav1.LabelSelector, description: "podSelector is a label selector which selects pods. This field follows standard label selector semantics; if present but empty, it selects all pods.\n\nIf namespaceSelector is also set, then the NetworkPolicyPeer as a whole selects the pods matching podSelector in the Namespaces selected by NamespaceSelector. Otherwise it selects the pods matching podSelector in the policy's own namespace." },
+    ipBlock: /* @__PURE__ */ described(IPBlock, "ipBlock defines policy on a particular IPBlock. If this field is set then neither of the other fields can be."),
+    namespaceSelector: /* @__PURE__ */ described(metav1.LabelSelector, "namespaceSelector selects namespaces using cluster-scoped labels. This field follows standard label selector semantics; if present but empty, it selects all namespaces.\n\nIf podSelector is also set, then the NetworkPolicyPeer as a whole selects the pods matching podSelector in the namespaces selected by namespaceSelector. Otherwise it selects all pods in the namespaces selected by namespaceSelector."),
+    podSelector: /* @__PURE__ */ described(metav1.LabelSelector, "podSelector is a label selector which selects pods. This field follows standard label selector semantics; if present but empty, it selects all pods.\n\nIf namespaceSelector is also set, then the NetworkPolicyPeer as a whole selects the pods matching podSelector in the Namespaces selected by NamespaceSelector. Otherwise it selects the pods matching podSelector in the policy's own namespace."),
   },
 });
 export type NetworkPolicyPeer = T.NetworkPolicyPeer;
 
 /** NetworkPolicyPort describes a port to allow traffic on */
-export const NetworkPolicyPort = Type.Unsafe<T.NetworkPolicyPort>({
+export const NetworkPolicyPort = /* @__PURE__ */ Type.Unsafe<T.NetworkPolicyPort>({
   description: "NetworkPolicyPort describes a port to allow traffic on",
   type: "object",
   properties: {
@@ -408,7 +408,7 @@ export const NetworkPolicyPort = Type.Unsafe<T.NetworkPolicyPort>({
       type: "integer",
       format: "int32",
     },
-    port: intOrString({ description: "port represents the port on the given protocol. This can either be a numerical or named port on a pod. If this field is not provided, this matches all port names and numbers. If present, only traffic on the specified protocol AND port will be matched." }),
+    port: /* @__PURE__ */ intOrString({ description: "port represents the port on the given protocol. This can either be a numerical or named port on a pod. If this field is not provided, this matches all port names and numbers. If present, only traffic on the specified protocol AND port will be matched." }),
     protocol: {
       description: "protocol represents the protocol (TCP, UDP, or SCTP) which traffic must match. If not specified, this field defaults to TCP.\n\nPossible enum values:\n - `\"SCTP\"` is the SCTP protocol.\n - `\"TCP\"` is the TCP protocol.\n - `\"UDP\"` is the UDP protocol.",
       type: "string",
@@ -419,7 +419,7 @@ export const NetworkPolicyPort = Type.Unsafe<T.NetworkPolicyPort>({
 export type NetworkPolicyPort = T.NetworkPolicyPort;
 
 /** NetworkPolicyEgressRule describes a particular set of traffic that is allowed out of pods matched by a NetworkPolicySpec's podSelector. The traffic must match both ports and to. This type is beta-level in 1.8 */
-export const NetworkPolicyEgressRule = Type.Unsafe<T.NetworkPolicyEgressRule>({
+export const NetworkPolicyEgressRule = /* @__PURE__ */ Type.Unsafe<T.NetworkPolicyEgressRule>({
   description: "NetworkPolicyEgressRule describes a particular set of traffic that is allowed out of pods matched by a NetworkPolicySpec's podSelector. The traffic must match both ports and to. This type is beta-level in 1.8",
   type: "object",
   properties: {
@@ -440,7 +440,7 @@ export const NetworkPolicyEgressRule = Type.Unsafe<T.NetworkPolicyEgressRule>({
 export type NetworkPolicyEgressRule = T.NetworkPolicyEgressRule;
 
 /** NetworkPolicyIngressRule describes a particular set of traffic that is allowed to the pods matched by a NetworkPolicySpec's podSelector. The traffic must match both ports and from. */
-export const NetworkPolicyIngressRule = Type.Unsafe<T.NetworkPolicyIngressRule>({
+export const NetworkPolicyIngressRule = /* @__PURE__ */ Type.Unsafe<T.NetworkPolicyIngressRule>({
   description: "NetworkPolicyIngressRule describes a particular set of traffic that is allowed to the pods matched by a NetworkPolicySpec's podSelector. The traffic must match both ports and from.",
   type: "object",
   properties: {
@@ -461,7 +461,7 @@ export const NetworkPolicyIngressRule = Type.Unsafe<T.NetworkPolicyIngressRule>(
 export type NetworkPolicyIngressRule = T.NetworkPolicyIngressRule;
 
 /** NetworkPolicySpec provides the specification of a NetworkPolicy */
-export const NetworkPolicySpec = Type.Unsafe<T.NetworkPolicySpec>({
+export const NetworkPolicySpec = /* @__PURE__ */ Type.Unsafe<T.NetworkPolicySpec>({
   description: "NetworkPolicySpec provides the specification of a NetworkPolicy",
   type: "object",
   properties: {
@@ -477,7 +477,7 @@ export const NetworkPolicySpec = Type.Unsafe<T.NetworkPolicySpec>({
       items: NetworkPolicyIngressRule,
       "x-kubernetes-list-type": "atomic",
     },
-    podSelector: { ...metav1.LabelSelector, description: "podSelector selects the pods to which this NetworkPolicy object applies. The array of rules is applied to any pods selected by this field. An empty selector matches all pods in the policy's namespace. Multiple network policies can select the same set of pods. In this case, the ingress rules for each are combined additively. This field is optional. If it is not specified, it defaults to an empty selector." },
+    podSelector: /* @__PURE__ */ described(metav1.LabelSelector, "podSelector selects the pods to which this NetworkPolicy object applies. The array of rules is applied to any pods selected by this field. An empty selector matches all pods in the policy's namespace. Multiple network policies can select the same set of pods. In this case, the ingress rules for each are combined additively. This field is optional. If it is not specified, it defaults to an empty selector."),
     policyTypes: {
       description: "policyTypes is a list of rule types that the NetworkPolicy relates to. Valid options are [\"Ingress\"], [\"Egress\"], or [\"Ingress\", \"Egress\"]. If this field is not specified, it will default based on the existence of ingress or egress rules; policies that contain an egress section are assumed to affect egress, and all policies (whether or not they contain an ingress section) are assumed to affect ingress. If you want to write an egress-only policy, you must explicitly specify policyTypes [ \"Egress\" ]. Likewise, if you want to write a policy that specifies that no egress is allowed, you must specify a policyTypes value that include \"Egress\" (since such a policy would not include an egress section and would otherwise default to just [ \"Ingress\" ]). This field is beta-level in 1.8",
       type: "array",
@@ -492,7 +492,7 @@ export const NetworkPolicySpec = Type.Unsafe<T.NetworkPolicySpec>({
 export type NetworkPolicySpec = T.NetworkPolicySpec;
 
 /** NetworkPolicy describes what network traffic is allowed for a set of Pods */
-export const NetworkPolicy = Type.Unsafe<T.NetworkPolicy>({
+export const NetworkPolicy = /* @__PURE__ */ Type.Unsafe<T.NetworkPolicy>({
   description: "NetworkPolicy describes what network traffic is allowed for a set of Pods",
   type: "object",
   properties: {
@@ -504,14 +504,14 @@ export const NetworkPolicy = Type.Unsafe<T.NetworkPolicy>({
       description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
       type: "string",
     },
-    metadata: { ...metav1.ObjectMeta, description: "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata" },
-    spec: { ...NetworkPolicySpec, description: "spec represents the specification of the desired behavior for this NetworkPolicy." },
+    metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"),
+    spec: /* @__PURE__ */ described(NetworkPolicySpec, "spec represents the specification of the desired behavior for this NetworkPolicy."),
   },
 });
 export type NetworkPolicy = T.NetworkPolicy;
 
 /** ServiceCIDRSpec define the CIDRs the user wants to use for allocating ClusterIPs for Services. */
-export const ServiceCIDRSpec = Type.Unsafe<T.ServiceCIDRSpec>({
+export const ServiceCIDRSpec = /* @__PURE__ */ Type.Unsafe<T.ServiceCIDRSpec>({
   description: "ServiceCIDRSpec define the CIDRs the user wants to use for allocating ClusterIPs for Services.",
   type: "object",
   properties: {
@@ -528,7 +528,7 @@ export const ServiceCIDRSpec = Type.Unsafe<T.ServiceCIDRSpec>({
 export type ServiceCIDRSpec = T.ServiceCIDRSpec;
 
 /** ServiceCIDRStatus describes the current state of the ServiceCIDR. */
-export const ServiceCIDRStatus = Type.Unsafe<T.ServiceCIDRStatus>({
+export const ServiceCIDRStatus = /* @__PURE__ */ Type.Unsafe<T.ServiceCIDRStatus>({
   description: "ServiceCIDRStatus describes the current state of the ServiceCIDR.",
   type: "object",
   properties: {
@@ -544,7 +544,7 @@ export const ServiceCIDRStatus = Type.Unsafe<T.ServiceCIDRStatus>({
 export type ServiceCIDRStatus = T.ServiceCIDRStatus;
 
 /** ServiceCIDR defines a range of IP addresses using CIDR format (e.g. 192.168.0.0/24 or 2001:db2::/64). This range is used to allocate ClusterIPs to Service objects. */
-export const ServiceCIDR = Type.Unsafe<T.ServiceCIDR>({
+export const ServiceCIDR = /* @__PURE__ */ Type.Unsafe<T.ServiceCIDR>({
   description: "ServiceCIDR defines a range of IP addresses using CIDR format (e.g. 192.168.0.0/24 or 2001:db2::/64). This range is used to allocate ClusterIPs to Service objects.",
   type: "object",
   properties: {
@@ -556,9 +556,9 @@ export const ServiceCIDR = Type.Unsafe<T.ServiceCIDR>({
       description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
       type: "string",
     },
-    metadata: { ...metav1.ObjectMeta, description: "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata" },
-    spec: { ...ServiceCIDRSpec, description: "spec is the desired state of the ServiceCIDR. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status" },
-    status: { ...ServiceCIDRStatus, description: "status represents the current state of the ServiceCIDR. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status" },
+    metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"),
+    spec: /* @__PURE__ */ described(ServiceCIDRSpec, "spec is the desired state of the ServiceCIDR. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status"),
+    status: /* @__PURE__ */ described(ServiceCIDRStatus, "status represents the current state of the ServiceCIDR. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status"),
   },
 });
 export type ServiceCIDR = T.ServiceCIDR;

@@ -5,12 +5,12 @@
  * `defineKind`. Each constant's static type is the interface of the same name.
  */
 import Type from "typebox";
-import { intOrString } from "../../k8s.ts";
+import { intOrString, described } from "../../k8s.ts";
 import type * as T from "../../../client/models/policy/v1.ts";
 import * as metav1 from "../meta/v1.ts";
 
 /** Eviction evicts a pod from its node subject to certain policies and safety constraints. This is a subresource of Pod.  A request to cause such an eviction is created by POSTing to .../pods/<pod name>/evictions. */
-export const Eviction = Type.Unsafe<T.Eviction>({
+export const Eviction = /* @__PURE__ */ Type.Unsafe<T.Eviction>({
   description: "Eviction evicts a pod from its node subject to certain policies and safety constraints. This is a subresource of Pod.  A request to cause such an eviction is created by POSTing to .../pods/<pod name>/evictions.",
   type: "object",
   properties: {
@@ -18,24 +18,24 @@ export const Eviction = Type.Unsafe<T.Eviction>({
       description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
       type: "string",
     },
-    deleteOptions: { ...metav1.DeleteOptions, description: "DeleteOptions may be provided" },
+    deleteOptions: /* @__PURE__ */ described(metav1.DeleteOptions, "DeleteOptions may be provided"),
     kind: {
       description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
       type: "string",
     },
-    metadata: { ...metav1.ObjectMeta, description: "ObjectMeta describes the pod that is being evicted." },
+    metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "ObjectMeta describes the pod that is being evicted."),
   },
 });
 export type Eviction = T.Eviction;
 
 /** PodDisruptionBudgetSpec is a description of a PodDisruptionBudget. */
-export const PodDisruptionBudgetSpec = Type.Unsafe<T.PodDisruptionBudgetSpec>({
+export const PodDisruptionBudgetSpec = /* @__PURE__ */ Type.Unsafe<T.PodDisruptionBudgetSpec>({
   description: "PodDisruptionBudgetSpec is a description of a PodDisruptionBudget.",
   type: "object",
   properties: {
-    maxUnavailable: intOrString({ description: "An eviction is allowed if at most \"maxUnavailable\" pods selected by \"selector\" are unavailable after the eviction, i.e. even in absence of the evicted pod. For example, one can prevent all voluntary evictions by specifying 0. This is a mutually exclusive setting with \"minAvailable\"." }),
-    minAvailable: intOrString({ description: "An eviction is allowed if at least \"minAvailable\" pods selected by \"selector\" will still be available after the eviction, i.e. even in the absence of the evicted pod.  So for example you can prevent all voluntary evictions by specifying \"100%\"." }),
-    selector: { ...metav1.LabelSelector, description: "Label query over pods whose evictions are managed by the disruption budget. A null selector will match no pods, while an empty ({}) selector will select all pods within the namespace." },
+    maxUnavailable: /* @__PURE__ */ intOrString({ description: "An eviction is allowed if at most \"maxUnavailable\" pods selected by \"selector\" are unavailable after the eviction, i.e. even in absence of the evicted pod. For example, one can prevent all voluntary evictions by specifying 0. This is a mutually exclusive setting with \"minAvailable\"." }),
+    minAvailable: /* @__PURE__ */ intOrString({ description: "An eviction is allowed if at least \"minAvailable\" pods selected by \"selector\" will still be available after the eviction, i.e. even in the absence of the evicted pod.  So for example you can prevent all voluntary evictions by specifying \"100%\"." }),
+    selector: /* @__PURE__ */ described(metav1.LabelSelector, "Label query over pods whose evictions are managed by the disruption budget. A null selector will match no pods, while an empty ({}) selector will select all pods within the namespace."),
     unhealthyPodEvictionPolicy: {
       description: "UnhealthyPodEvictionPolicy defines the criteria for when unhealthy pods should be considered for eviction. Current implementation considers healthy pods, as pods that have status.conditions item with type=\"Ready\",status=\"True\".\n\nValid policies are IfHealthyBudget and AlwaysAllow. If no policy is specified, the default behavior will be used, which corresponds to the IfHealthyBudget policy.\n\nIfHealthyBudget policy means that running pods (status.phase=\"Running\"), but not yet healthy can be evicted only if the guarded application is not disrupted (status.currentHealthy is at least equal to status.desiredHealthy). Healthy pods will be subject to the PDB for eviction.\n\nAlwaysAllow policy means that all running pods (status.phase=\"Running\"), but not yet healthy are considered disrupted and can be evicted regardless of whether the criteria in a PDB is met. This means perspective running pods of a disrupted application might not get a chance to become healthy. Healthy pods will be subject to the PDB for eviction.\n\nAdditional policies may be added in the future. Clients making eviction decisions should disallow eviction of unhealthy pods if they encounter an unrecognized policy in this field.\n\nPossible enum values:\n - `\"AlwaysAllow\"` policy means that all running pods (status.phase=\"Running\"), but not yet healthy are considered disrupted and can be evicted regardless of whether the criteria in a PDB is met. This means perspective running pods of a disrupted application might not get a chance to become healthy. Healthy pods will be subject to the PDB for eviction.\n - `\"IfHealthyBudget\"` policy means that running pods (status.phase=\"Running\"), but not yet healthy can be evicted only if the guarded application is not disrupted (status.currentHealthy is at least equal to status.desiredHealthy). Healthy pods will be subject to the PDB for eviction.",
       type: "string",
@@ -46,7 +46,7 @@ export const PodDisruptionBudgetSpec = Type.Unsafe<T.PodDisruptionBudgetSpec>({
 export type PodDisruptionBudgetSpec = T.PodDisruptionBudgetSpec;
 
 /** PodDisruptionBudgetStatus represents information about the status of a PodDisruptionBudget. Status may trail the actual state of a system. */
-export const PodDisruptionBudgetStatus = Type.Unsafe<T.PodDisruptionBudgetStatus>({
+export const PodDisruptionBudgetStatus = /* @__PURE__ */ Type.Unsafe<T.PodDisruptionBudgetStatus>({
   description: "PodDisruptionBudgetStatus represents information about the status of a PodDisruptionBudget. Status may trail the actual state of a system.",
   type: "object",
   properties: {
@@ -95,7 +95,7 @@ export const PodDisruptionBudgetStatus = Type.Unsafe<T.PodDisruptionBudgetStatus
 export type PodDisruptionBudgetStatus = T.PodDisruptionBudgetStatus;
 
 /** PodDisruptionBudget is an object to define the max disruption that can be caused to a collection of pods */
-export const PodDisruptionBudget = Type.Unsafe<T.PodDisruptionBudget>({
+export const PodDisruptionBudget = /* @__PURE__ */ Type.Unsafe<T.PodDisruptionBudget>({
   description: "PodDisruptionBudget is an object to define the max disruption that can be caused to a collection of pods",
   type: "object",
   properties: {
@@ -107,9 +107,9 @@ export const PodDisruptionBudget = Type.Unsafe<T.PodDisruptionBudget>({
       description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
       type: "string",
     },
-    metadata: { ...metav1.ObjectMeta, description: "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata" },
-    spec: { ...PodDisruptionBudgetSpec, description: "Specification of the desired behavior of the PodDisruptionBudget." },
-    status: { ...PodDisruptionBudgetStatus, description: "Most recently observed status of the PodDisruptionBudget." },
+    metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"),
+    spec: /* @__PURE__ */ described(PodDisruptionBudgetSpec, "Specification of the desired behavior of the PodDisruptionBudget."),
+    status: /* @__PURE__ */ described(PodDisruptionBudgetStatus, "Most recently observed status of the PodDisruptionBudget."),
   },
 });
 export type PodDisruptionBudget = T.PodDisruptionBudget;

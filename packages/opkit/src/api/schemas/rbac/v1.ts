@@ -5,11 +5,12 @@
  * `defineKind`. Each constant's static type is the interface of the same name.
  */
 import Type from "typebox";
+import { described } from "../../k8s.ts";
 import type * as T from "../../../client/models/rbac/v1.ts";
 import * as metav1 from "../meta/v1.ts";
 
 /** AggregationRule describes how to locate ClusterRoles to aggregate into the ClusterRole */
-export const AggregationRule = Type.Unsafe<T.AggregationRule>({
+export const AggregationRule = /* @__PURE__ */ Type.Unsafe<T.AggregationRule>({
   description: "AggregationRule describes how to locate ClusterRoles to aggregate into the ClusterRole",
   type: "object",
   properties: {
@@ -24,7 +25,7 @@ export const AggregationRule = Type.Unsafe<T.AggregationRule>({
 export type AggregationRule = T.AggregationRule;
 
 /** PolicyRule holds information that describes a policy rule, but does not contain information about who the rule applies to or which namespace the rule applies to. */
-export const PolicyRule = Type.Unsafe<T.PolicyRule>({
+export const PolicyRule = /* @__PURE__ */ Type.Unsafe<T.PolicyRule>({
   description: "PolicyRule holds information that describes a policy rule, but does not contain information about who the rule applies to or which namespace the rule applies to.",
   type: "object",
   properties: {
@@ -74,11 +75,11 @@ export const PolicyRule = Type.Unsafe<T.PolicyRule>({
 export type PolicyRule = T.PolicyRule;
 
 /** ClusterRole is a cluster level, logical grouping of PolicyRules that can be referenced as a unit by a RoleBinding or ClusterRoleBinding. */
-export const ClusterRole = Type.Unsafe<T.ClusterRole>({
+export const ClusterRole = /* @__PURE__ */ Type.Unsafe<T.ClusterRole>({
   description: "ClusterRole is a cluster level, logical grouping of PolicyRules that can be referenced as a unit by a RoleBinding or ClusterRoleBinding.",
   type: "object",
   properties: {
-    aggregationRule: { ...AggregationRule, description: "AggregationRule is an optional field that describes how to build the Rules for this ClusterRole. If AggregationRule is set, then the Rules are controller managed and direct changes to Rules will be stomped by the controller." },
+    aggregationRule: /* @__PURE__ */ described(AggregationRule, "AggregationRule is an optional field that describes how to build the Rules for this ClusterRole. If AggregationRule is set, then the Rules are controller managed and direct changes to Rules will be stomped by the controller."),
     apiVersion: {
       description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
       type: "string",
@@ -87,7 +88,7 @@ export const ClusterRole = Type.Unsafe<T.ClusterRole>({
       description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
       type: "string",
     },
-    metadata: { ...metav1.ObjectMeta, description: "Standard object's metadata." },
+    metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "Standard object's metadata."),
     rules: {
       description: "Rules holds all the PolicyRules for this ClusterRole",
       type: "array",
@@ -99,7 +100,7 @@ export const ClusterRole = Type.Unsafe<T.ClusterRole>({
 export type ClusterRole = T.ClusterRole;
 
 /** RoleRef contains information that points to the role being used */
-export const RoleRef = Type.Unsafe<T.RoleRef>({
+export const RoleRef = /* @__PURE__ */ Type.Unsafe<T.RoleRef>({
   description: "RoleRef contains information that points to the role being used",
   type: "object",
   properties: {
@@ -122,7 +123,7 @@ export const RoleRef = Type.Unsafe<T.RoleRef>({
 export type RoleRef = T.RoleRef;
 
 /** Subject contains a reference to the object or user identities a role binding applies to.  This can either hold a direct API object reference, or a value for non-objects such as user and group names. */
-export const Subject = Type.Unsafe<T.Subject>({
+export const Subject = /* @__PURE__ */ Type.Unsafe<T.Subject>({
   description: "Subject contains a reference to the object or user identities a role binding applies to.  This can either hold a direct API object reference, or a value for non-objects such as user and group names.",
   type: "object",
   properties: {
@@ -149,7 +150,7 @@ export const Subject = Type.Unsafe<T.Subject>({
 export type Subject = T.Subject;
 
 /** ClusterRoleBinding references a ClusterRole, but not contain it.  It can reference a ClusterRole in the global namespace, and adds who information via Subject. */
-export const ClusterRoleBinding = Type.Unsafe<T.ClusterRoleBinding>({
+export const ClusterRoleBinding = /* @__PURE__ */ Type.Unsafe<T.ClusterRoleBinding>({
   description: "ClusterRoleBinding references a ClusterRole, but not contain it.  It can reference a ClusterRole in the global namespace, and adds who information via Subject.",
   type: "object",
   properties: {
@@ -161,8 +162,8 @@ export const ClusterRoleBinding = Type.Unsafe<T.ClusterRoleBinding>({
       description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
       type: "string",
     },
-    metadata: { ...metav1.ObjectMeta, description: "Standard object's metadata." },
-    roleRef: { ...RoleRef, description: "RoleRef can only reference a ClusterRole in the global namespace. If the RoleRef cannot be resolved, the Authorizer must return an error. This field is immutable." },
+    metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "Standard object's metadata."),
+    roleRef: /* @__PURE__ */ described(RoleRef, "RoleRef can only reference a ClusterRole in the global namespace. If the RoleRef cannot be resolved, the Authorizer must return an error. This field is immutable."),
     subjects: {
       description: "Subjects holds references to the objects the role applies to.",
       type: "array",
@@ -175,7 +176,7 @@ export const ClusterRoleBinding = Type.Unsafe<T.ClusterRoleBinding>({
 export type ClusterRoleBinding = T.ClusterRoleBinding;
 
 /** Role is a namespaced, logical grouping of PolicyRules that can be referenced as a unit by a RoleBinding. */
-export const Role = Type.Unsafe<T.Role>({
+export const Role = /* @__PURE__ */ Type.Unsafe<T.Role>({
   description: "Role is a namespaced, logical grouping of PolicyRules that can be referenced as a unit by a RoleBinding.",
   type: "object",
   properties: {
@@ -187,7 +188,7 @@ export const Role = Type.Unsafe<T.Role>({
       description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
       type: "string",
     },
-    metadata: { ...metav1.ObjectMeta, description: "Standard object's metadata." },
+    metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "Standard object's metadata."),
     rules: {
       description: "Rules holds all the PolicyRules for this Role",
       type: "array",
@@ -199,7 +200,7 @@ export const Role = Type.Unsafe<T.Role>({
 export type Role = T.Role;
 
 /** RoleBinding references a role, but does not contain it.  It can reference a Role in the same namespace or a ClusterRole in the global namespace. It adds who information via Subjects and namespace information by which namespace it exists in.  RoleBindings in a given namespace only have effect in that namespace. */
-export const RoleBinding = Type.Unsafe<T.RoleBinding>({
+export const RoleBinding = /* @__PURE__ */ Type.Unsafe<T.RoleBinding>({
   description: "RoleBinding references a role, but does not contain it.  It can reference a Role in the same namespace or a ClusterRole in the global namespace. It adds who information via Subjects and namespace information by which namespace it exists in.  RoleBindings in a given namespace only have effect in that namespace.",
   type: "object",
   properties: {
@@ -211,8 +212,8 @@ export const RoleBinding = Type.Unsafe<T.RoleBinding>({
       description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
       type: "string",
     },
-    metadata: { ...metav1.ObjectMeta, description: "Standard object's metadata." },
-    roleRef: { ...RoleRef, description: "RoleRef can reference a Role in the current namespace or a ClusterRole in the global namespace. If the RoleRef cannot be resolved, the Authorizer must return an error. This field is immutable." },
+    metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "Standard object's metadata."),
+    roleRef: /* @__PURE__ */ described(RoleRef, "RoleRef can reference a Role in the current namespace or a ClusterRole in the global namespace. If the RoleRef cannot be resolved, the Authorizer must return an error. This field is immutable."),
     subjects: {
       description: "Subjects holds references to the objects the role applies to.",
       type: "array",

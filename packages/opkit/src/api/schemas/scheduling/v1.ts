@@ -5,11 +5,12 @@
  * `defineKind`. Each constant's static type is the interface of the same name.
  */
 import Type from "typebox";
+import { described } from "../../k8s.ts";
 import type * as T from "../../../client/models/scheduling/v1.ts";
 import * as metav1 from "../meta/v1.ts";
 
 /** PriorityClass defines mapping from a priority class name to the priority integer value. The value can be any valid integer. */
-export const PriorityClass = Type.Unsafe<T.PriorityClass>({
+export const PriorityClass = /* @__PURE__ */ Type.Unsafe<T.PriorityClass>({
   description: "PriorityClass defines mapping from a priority class name to the priority integer value. The value can be any valid integer.",
   type: "object",
   properties: {
@@ -29,7 +30,7 @@ export const PriorityClass = Type.Unsafe<T.PriorityClass>({
       description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
       type: "string",
     },
-    metadata: { ...metav1.ObjectMeta, description: "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata" },
+    metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"),
     preemptionPolicy: {
       description: "preemptionPolicy is the Policy for preempting pods with lower priority. One of Never, PreemptLowerPriority. Defaults to PreemptLowerPriority if unset.\n\nPossible enum values:\n - `\"Never\"` means that pod never preempts other pods with lower priority.\n - `\"PreemptLowerPriority\"` means that pod can preempt other pods with lower priority.",
       type: "string",

@@ -5,13 +5,13 @@
  * `defineKind`. Each constant's static type is the interface of the same name.
  */
 import Type from "typebox";
-import { quantity } from "../../k8s.ts";
+import { quantity, described } from "../../k8s.ts";
 import type * as T from "../../../client/models/storage/v1.ts";
 import * as corev1 from "../core/v1.ts";
 import * as metav1 from "../meta/v1.ts";
 
 /** TokenRequest contains parameters of a service account token. */
-export const TokenRequest = Type.Unsafe<T.TokenRequest>({
+export const TokenRequest = /* @__PURE__ */ Type.Unsafe<T.TokenRequest>({
   description: "TokenRequest contains parameters of a service account token.",
   type: "object",
   properties: {
@@ -30,7 +30,7 @@ export const TokenRequest = Type.Unsafe<T.TokenRequest>({
 export type TokenRequest = T.TokenRequest;
 
 /** CSIDriverSpec is the specification of a CSIDriver. */
-export const CSIDriverSpec = Type.Unsafe<T.CSIDriverSpec>({
+export const CSIDriverSpec = /* @__PURE__ */ Type.Unsafe<T.CSIDriverSpec>({
   description: "CSIDriverSpec is the specification of a CSIDriver.",
   type: "object",
   properties: {
@@ -90,7 +90,7 @@ export const CSIDriverSpec = Type.Unsafe<T.CSIDriverSpec>({
 export type CSIDriverSpec = T.CSIDriverSpec;
 
 /** CSIDriver captures information about a Container Storage Interface (CSI) volume driver deployed on the cluster. Kubernetes attach detach controller uses this object to determine whether attach is required. Kubelet uses this object to determine whether pod information needs to be passed on mount. CSIDriver objects are non-namespaced. */
-export const CSIDriver = Type.Unsafe<T.CSIDriver>({
+export const CSIDriver = /* @__PURE__ */ Type.Unsafe<T.CSIDriver>({
   description: "CSIDriver captures information about a Container Storage Interface (CSI) volume driver deployed on the cluster. Kubernetes attach detach controller uses this object to determine whether attach is required. Kubelet uses this object to determine whether pod information needs to be passed on mount. CSIDriver objects are non-namespaced.",
   type: "object",
   properties: {
@@ -102,15 +102,15 @@ export const CSIDriver = Type.Unsafe<T.CSIDriver>({
       description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
       type: "string",
     },
-    metadata: { ...metav1.ObjectMeta, description: "Standard object metadata. metadata.Name indicates the name of the CSI driver that this object refers to; it MUST be the same name returned by the CSI GetPluginName() call for that driver. The driver name must be 63 characters or less, beginning and ending with an alphanumeric character ([a-z0-9A-Z]) with dashes (-), dots (.), and alphanumerics between. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata" },
-    spec: { ...CSIDriverSpec, description: "spec represents the specification of the CSI Driver." },
+    metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "Standard object metadata. metadata.Name indicates the name of the CSI driver that this object refers to; it MUST be the same name returned by the CSI GetPluginName() call for that driver. The driver name must be 63 characters or less, beginning and ending with an alphanumeric character ([a-z0-9A-Z]) with dashes (-), dots (.), and alphanumerics between. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"),
+    spec: /* @__PURE__ */ described(CSIDriverSpec, "spec represents the specification of the CSI Driver."),
   },
   required: ["spec"],
 });
 export type CSIDriver = T.CSIDriver;
 
 /** VolumeNodeResources is a set of resource limits for scheduling of volumes. */
-export const VolumeNodeResources = Type.Unsafe<T.VolumeNodeResources>({
+export const VolumeNodeResources = /* @__PURE__ */ Type.Unsafe<T.VolumeNodeResources>({
   description: "VolumeNodeResources is a set of resource limits for scheduling of volumes.",
   type: "object",
   properties: {
@@ -124,11 +124,11 @@ export const VolumeNodeResources = Type.Unsafe<T.VolumeNodeResources>({
 export type VolumeNodeResources = T.VolumeNodeResources;
 
 /** CSINodeDriver holds information about the specification of one CSI driver installed on a node */
-export const CSINodeDriver = Type.Unsafe<T.CSINodeDriver>({
+export const CSINodeDriver = /* @__PURE__ */ Type.Unsafe<T.CSINodeDriver>({
   description: "CSINodeDriver holds information about the specification of one CSI driver installed on a node",
   type: "object",
   properties: {
-    allocatable: { ...VolumeNodeResources, description: "allocatable represents the volume resources of a node that are available for scheduling. This field is beta." },
+    allocatable: /* @__PURE__ */ described(VolumeNodeResources, "allocatable represents the volume resources of a node that are available for scheduling. This field is beta."),
     name: {
       description: "name represents the name of the CSI driver that this object refers to. This MUST be the same name returned by the CSI GetPluginName() call for that driver.",
       type: "string",
@@ -151,7 +151,7 @@ export const CSINodeDriver = Type.Unsafe<T.CSINodeDriver>({
 export type CSINodeDriver = T.CSINodeDriver;
 
 /** CSINodeSpec holds information about the specification of all CSI drivers installed on a node */
-export const CSINodeSpec = Type.Unsafe<T.CSINodeSpec>({
+export const CSINodeSpec = /* @__PURE__ */ Type.Unsafe<T.CSINodeSpec>({
   description: "CSINodeSpec holds information about the specification of all CSI drivers installed on a node",
   type: "object",
   properties: {
@@ -168,7 +168,7 @@ export const CSINodeSpec = Type.Unsafe<T.CSINodeSpec>({
 export type CSINodeSpec = T.CSINodeSpec;
 
 /** CSINode holds information about all CSI drivers installed on a node. CSI drivers do not need to create the CSINode object directly. As long as they use the node-driver-registrar sidecar container, the kubelet will automatically populate the CSINode object for the CSI driver as part of kubelet plugin registration. CSINode has the same name as a node. If the object is missing, it means either there are no CSI Drivers available on the node, or the Kubelet version is low enough that it doesn't create this object. CSINode has an OwnerReference that points to the corresponding node object. */
-export const CSINode = Type.Unsafe<T.CSINode>({
+export const CSINode = /* @__PURE__ */ Type.Unsafe<T.CSINode>({
   description: "CSINode holds information about all CSI drivers installed on a node. CSI drivers do not need to create the CSINode object directly. As long as they use the node-driver-registrar sidecar container, the kubelet will automatically populate the CSINode object for the CSI driver as part of kubelet plugin registration. CSINode has the same name as a node. If the object is missing, it means either there are no CSI Drivers available on the node, or the Kubelet version is low enough that it doesn't create this object. CSINode has an OwnerReference that points to the corresponding node object.",
   type: "object",
   properties: {
@@ -180,8 +180,8 @@ export const CSINode = Type.Unsafe<T.CSINode>({
       description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
       type: "string",
     },
-    metadata: { ...metav1.ObjectMeta, description: "Standard object's metadata. metadata.name must be the Kubernetes node name." },
-    spec: { ...CSINodeSpec, description: "spec is the specification of CSINode" },
+    metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "Standard object's metadata. metadata.name must be the Kubernetes node name."),
+    spec: /* @__PURE__ */ described(CSINodeSpec, "spec is the specification of CSINode"),
   },
   required: ["spec"],
 });
@@ -198,7 +198,7 @@ export type CSINode = T.CSINode;
  *
  * They are consumed by the kube-scheduler when a CSI driver opts into capacity-aware scheduling with CSIDriverSpec.StorageCapacity. The scheduler compares the MaximumVolumeSize against the requested size of pending volumes to filter out unsuitable nodes. If MaximumVolumeSize is unset, it falls back to a comparison against the less precise Capacity. If that is also unset, the scheduler assumes that capacity is insufficient and tries some other node.
  */
-export const CSIStorageCapacity = Type.Unsafe<T.CSIStorageCapacity>({
+export const CSIStorageCapacity = /* @__PURE__ */ Type.Unsafe<T.CSIStorageCapacity>({
   description: "CSIStorageCapacity stores the result of one CSI GetCapacity call. For a given StorageClass, this describes the available capacity in a particular topology segment.  This can be used when considering where to instantiate new PersistentVolumes.\n\nFor example this can express things like: - StorageClass \"standard\" has \"1234 GiB\" available in \"topology.kubernetes.io/zone=us-east1\" - StorageClass \"localssd\" has \"10 GiB\" available in \"kubernetes.io/hostname=knode-abc123\"\n\nThe following three cases all imply that no capacity is available for a certain combination: - no object exists with suitable topology and storage class name - such an object exists, but the capacity is unset - such an object exists, but the capacity is zero\n\nThe producer of these objects can decide which approach is more suitable.\n\nThey are consumed by the kube-scheduler when a CSI driver opts into capacity-aware scheduling with CSIDriverSpec.StorageCapacity. The scheduler compares the MaximumVolumeSize against the requested size of pending volumes to filter out unsuitable nodes. If MaximumVolumeSize is unset, it falls back to a comparison against the less precise Capacity. If that is also unset, the scheduler assumes that capacity is insufficient and tries some other node.",
   type: "object",
   properties: {
@@ -206,14 +206,14 @@ export const CSIStorageCapacity = Type.Unsafe<T.CSIStorageCapacity>({
       description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
       type: "string",
     },
-    capacity: quantity({ description: "capacity is the value reported by the CSI driver in its GetCapacityResponse for a GetCapacityRequest with topology and parameters that match the previous fields.\n\nThe semantic is currently (CSI spec 1.2) defined as: The available capacity, in bytes, of the storage that can be used to provision volumes. If not set, that information is currently unavailable." }),
+    capacity: /* @__PURE__ */ quantity({ description: "capacity is the value reported by the CSI driver in its GetCapacityResponse for a GetCapacityRequest with topology and parameters that match the previous fields.\n\nThe semantic is currently (CSI spec 1.2) defined as: The available capacity, in bytes, of the storage that can be used to provision volumes. If not set, that information is currently unavailable." }),
     kind: {
       description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
       type: "string",
     },
-    maximumVolumeSize: quantity({ description: "maximumVolumeSize is the value reported by the CSI driver in its GetCapacityResponse for a GetCapacityRequest with topology and parameters that match the previous fields.\n\nThis is defined since CSI spec 1.4.0 as the largest size that may be used in a CreateVolumeRequest.capacity_range.required_bytes field to create a volume with the same parameters as those in GetCapacityRequest. The corresponding value in the Kubernetes API is ResourceRequirements.Requests in a volume claim." }),
-    metadata: { ...metav1.ObjectMeta, description: "Standard object's metadata. The name has no particular meaning. It must be a DNS subdomain (dots allowed, 253 characters). To ensure that there are no conflicts with other CSI drivers on the cluster, the recommendation is to use csisc-<uuid>, a generated name, or a reverse-domain name which ends with the unique CSI driver name.\n\nObjects are namespaced.\n\nMore info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata" },
-    nodeTopology: { ...metav1.LabelSelector, description: "nodeTopology defines which nodes have access to the storage for which capacity was reported. If not set, the storage is not accessible from any node in the cluster. If empty, the storage is accessible from all nodes. This field is immutable." },
+    maximumVolumeSize: /* @__PURE__ */ quantity({ description: "maximumVolumeSize is the value reported by the CSI driver in its GetCapacityResponse for a GetCapacityRequest with topology and parameters that match the previous fields.\n\nThis is defined since CSI spec 1.4.0 as the largest size that may be used in a CreateVolumeRequest.capacity_range.required_bytes field to create a volume with the same parameters as those in GetCapacityRequest. The corresponding value in the Kubernetes API is ResourceRequirements.Requests in a volume claim." }),
+    metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "Standard object's metadata. The name has no particular meaning. It must be a DNS subdomain (dots allowed, 253 characters). To ensure that there are no conflicts with other CSI drivers on the cluster, the recommendation is to use csisc-<uuid>, a generated name, or a reverse-domain name which ends with the unique CSI driver name.\n\nObjects are namespaced.\n\nMore info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"),
+    nodeTopology: /* @__PURE__ */ described(metav1.LabelSelector, "nodeTopology defines which nodes have access to the storage for which capacity was reported. If not set, the storage is not accessible from any node in the cluster. If empty, the storage is accessible from all nodes. This field is immutable."),
     storageClassName: {
       description: "storageClassName represents the name of the StorageClass that the reported capacity applies to. It must meet the same requirements as the name of a StorageClass object (non-empty, DNS subdomain). If that object no longer exists, the CSIStorageCapacity object is obsolete and should be removed by its creator. This field is immutable.",
       type: "string",
@@ -228,7 +228,7 @@ export type CSIStorageCapacity = T.CSIStorageCapacity;
  *
  * StorageClasses are non-namespaced; the name of the storage class according to etcd is in ObjectMeta.Name.
  */
-export const StorageClass = Type.Unsafe<T.StorageClass>({
+export const StorageClass = /* @__PURE__ */ Type.Unsafe<T.StorageClass>({
   description: "StorageClass describes the parameters for a class of storage for which PersistentVolumes can be dynamically provisioned.\n\nStorageClasses are non-namespaced; the name of the storage class according to etcd is in ObjectMeta.Name.",
   type: "object",
   properties: {
@@ -250,7 +250,7 @@ export const StorageClass = Type.Unsafe<T.StorageClass>({
       description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
       type: "string",
     },
-    metadata: { ...metav1.ObjectMeta, description: "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata" },
+    metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"),
     mountOptions: {
       description: "mountOptions controls the mountOptions for dynamically provisioned PersistentVolumes of this storage class. e.g. [\"ro\", \"soft\"]. Not validated - mount of the PVs will simply fail if one is invalid.",
       type: "array",
@@ -286,11 +286,11 @@ export const StorageClass = Type.Unsafe<T.StorageClass>({
 export type StorageClass = T.StorageClass;
 
 /** VolumeAttachmentSource represents a volume that should be attached. Right now only PersistentVolumes can be attached via external attacher, in the future we may allow also inline volumes in pods. Exactly one member can be set. */
-export const VolumeAttachmentSource = Type.Unsafe<T.VolumeAttachmentSource>({
+export const VolumeAttachmentSource = /* @__PURE__ */ Type.Unsafe<T.VolumeAttachmentSource>({
   description: "VolumeAttachmentSource represents a volume that should be attached. Right now only PersistentVolumes can be attached via external attacher, in the future we may allow also inline volumes in pods. Exactly one member can be set.",
   type: "object",
   properties: {
-    inlineVolumeSpec: { ...corev1.PersistentVolumeSpec, description: "inlineVolumeSpec contains all the information necessary to attach a persistent volume defined by a pod's inline VolumeSource. This field is populated only for the CSIMigration feature. It contains translated fields from a pod's inline VolumeSource to a PersistentVolumeSpec. This field is beta-level and is only honored by servers that enabled the CSIMigration feature." },
+    inlineVolumeSpec: /* @__PURE__ */ described(corev1.PersistentVolumeSpec, "inlineVolumeSpec contains all the information necessary to attach a persistent volume defined by a pod's inline VolumeSource. This field is populated only for the CSIMigration feature. It contains translated fields from a pod's inline VolumeSource to a PersistentVolumeSpec. This field is beta-level and is only honored by servers that enabled the CSIMigration feature."),
     persistentVolumeName: {
       description: "persistentVolumeName represents the name of the persistent volume to attach.",
       type: "string",
@@ -300,7 +300,7 @@ export const VolumeAttachmentSource = Type.Unsafe<T.VolumeAttachmentSource>({
 export type VolumeAttachmentSource = T.VolumeAttachmentSource;
 
 /** VolumeAttachmentSpec is the specification of a VolumeAttachment request. */
-export const VolumeAttachmentSpec = Type.Unsafe<T.VolumeAttachmentSpec>({
+export const VolumeAttachmentSpec = /* @__PURE__ */ Type.Unsafe<T.VolumeAttachmentSpec>({
   description: "VolumeAttachmentSpec is the specification of a VolumeAttachment request.",
   type: "object",
   properties: {
@@ -312,14 +312,14 @@ export const VolumeAttachmentSpec = Type.Unsafe<T.VolumeAttachmentSpec>({
       description: "nodeName represents the node that the volume should be attached to.",
       type: "string",
     },
-    source: { ...VolumeAttachmentSource, description: "source represents the volume that should be attached." },
+    source: /* @__PURE__ */ described(VolumeAttachmentSource, "source represents the volume that should be attached."),
   },
   required: ["attacher","source","nodeName"],
 });
 export type VolumeAttachmentSpec = T.VolumeAttachmentSpec;
 
 /** VolumeError captures an error encountered during a volume operation. */
-export const VolumeError = Type.Unsafe<T.VolumeError>({
+export const VolumeError = /* @__PURE__ */ Type.Unsafe<T.VolumeError>({
   description: "VolumeError captures an error encountered during a volume operation.",
   type: "object",
   properties: {
@@ -342,11 +342,11 @@ export const VolumeError = Type.Unsafe<T.VolumeError>({
 export type VolumeError = T.VolumeError;
 
 /** VolumeAttachmentStatus is the status of a VolumeAttachment request. */
-export const VolumeAttachmentStatus = Type.Unsafe<T.VolumeAttachmentStatus>({
+export const VolumeAttachmentStatus = /* @__PURE__ */ Type.Unsafe<T.VolumeAttachmentStatus>({
   description: "VolumeAttachmentStatus is the status of a VolumeAttachment request.",
   type: "object",
   properties: {
-    attachError: { ...VolumeError, description: "attachError represents the last error encountered during attach operation, if any. This field must only be set by the entity completing the attach operation, i.e. the external-attacher." },
+    attachError: /* @__PURE__ */ described(VolumeError, "attachError represents the last error encountered during attach operation, if any. This field must only be set by the entity completing the attach operation, i.e. the external-attacher."),
     attached: {
       description: "attached indicates the volume is successfully attached. This field must only be set by the entity completing the attach operation, i.e. the external-attacher.",
       type: "boolean",
@@ -358,7 +358,7 @@ export const VolumeAttachmentStatus = Type.Unsafe<T.VolumeAttachmentStatus>({
         type: "string",
       },
     },
-    detachError: { ...VolumeError, description: "detachError represents the last error encountered during detach operation, if any. This field must only be set by the entity completing the detach operation, i.e. the external-attacher." },
+    detachError: /* @__PURE__ */ described(VolumeError, "detachError represents the last error encountered during detach operation, if any. This field must only be set by the entity completing the detach operation, i.e. the external-attacher."),
   },
   required: ["attached"],
 });
@@ -369,7 +369,7 @@ export type VolumeAttachmentStatus = T.VolumeAttachmentStatus;
  *
  * VolumeAttachment objects are non-namespaced.
  */
-export const VolumeAttachment = Type.Unsafe<T.VolumeAttachment>({
+export const VolumeAttachment = /* @__PURE__ */ Type.Unsafe<T.VolumeAttachment>({
   description: "VolumeAttachment captures the intent to attach or detach the specified volume to/from the specified node.\n\nVolumeAttachment objects are non-namespaced.",
   type: "object",
   properties: {
@@ -381,16 +381,16 @@ export const VolumeAttachment = Type.Unsafe<T.VolumeAttachment>({
       description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
       type: "string",
     },
-    metadata: { ...metav1.ObjectMeta, description: "Standard object metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata" },
-    spec: { ...VolumeAttachmentSpec, description: "spec represents specification of the desired attach/detach volume behavior. Populated by the Kubernetes system." },
-    status: { ...VolumeAttachmentStatus, description: "status represents status of the VolumeAttachment request. Populated by the entity completing the attach or detach operation, i.e. the external-attacher." },
+    metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "Standard object metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"),
+    spec: /* @__PURE__ */ described(VolumeAttachmentSpec, "spec represents specification of the desired attach/detach volume behavior. Populated by the Kubernetes system."),
+    status: /* @__PURE__ */ described(VolumeAttachmentStatus, "status represents status of the VolumeAttachment request. Populated by the entity completing the attach or detach operation, i.e. the external-attacher."),
   },
   required: ["spec"],
 });
 export type VolumeAttachment = T.VolumeAttachment;
 
 /** VolumeAttributesClass represents a specification of mutable volume attributes defined by the CSI driver. The class can be specified during dynamic provisioning of PersistentVolumeClaims, and changed in the PersistentVolumeClaim spec after provisioning. */
-export const VolumeAttributesClass = Type.Unsafe<T.VolumeAttributesClass>({
+export const VolumeAttributesClass = /* @__PURE__ */ Type.Unsafe<T.VolumeAttributesClass>({
   description: "VolumeAttributesClass represents a specification of mutable volume attributes defined by the CSI driver. The class can be specified during dynamic provisioning of PersistentVolumeClaims, and changed in the PersistentVolumeClaim spec after provisioning.",
   type: "object",
   properties: {
@@ -406,7 +406,7 @@ export const VolumeAttributesClass = Type.Unsafe<T.VolumeAttributesClass>({
       description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
       type: "string",
     },
-    metadata: { ...metav1.ObjectMeta, description: "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata" },
+    metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"),
     parameters: {
       description: "parameters hold volume attributes defined by the CSI driver. These values are opaque to the Kubernetes and are passed directly to the CSI driver. The underlying storage provider supports changing these attributes on an existing volume, however the parameters field itself is immutable. To invoke a volume update, a new VolumeAttributesClass should be created with new parameters, and the PersistentVolumeClaim should be updated to reference the new VolumeAttributesClass.\n\nThis field is required and must contain at least one key/value pair. The keys cannot be empty, and the maximum number of parameters is 512, with a cumulative max size of 256K. If the CSI driver rejects invalid parameters, the target PersistentVolumeClaim will be set to an \"Infeasible\" state in the modifyVolumeStatus field.",
       type: "object",
