@@ -57,6 +57,19 @@ describe("opkit build", () => {
     assert.ok(written.length >= 2 && written.length <= 10, `a few files: ${stdout}`);
     const main = await readFile(join(appservice, OUT, "main.js"), "utf8");
     assert.doesNotMatch(main, /from "opkit"|from 'opkit'/, "opkit itself is bundled, not imported");
+    // Of the built-in schemas only what the AppService embeds (corev1.ServicePort) is kept: core/v1 has
+    // ~200 more, which every start-up would otherwise parse and build.
+    assert.match(main, /var ServicePort = /);
+    assert.doesNotMatch(main, /var (PodSpec|Node|Deployment|ObjectMeta) = /, "unused schemas are dropped");
+    // Node's built-ins are required, not imported as ESM (whose facade loads their lazy parts).
+    const chunks = await Promise.all(
+      written.map((l) => readFile(join(appservice, l.replace(/^wrote /, "")), "utf8").catch(() => "")),
+    );
+    for (const js of chunks)
+      assert.deepEqual(
+        [...js.matchAll(/^import .* from ["'](node:[a-z_/]+)["']/gm)].map((m) => m[1]),
+        js.startsWith("import { createRequire") ? ["node:module"] : [],
+      );
 
     const op = await project.start([], { entry: join(OUT, "main.js") });
     for (const obj of await readManifests(join(appservice, "config/samples/example_appservice.yaml"))) {

@@ -8,8 +8,10 @@
  * are only loaded on demand and are large (`@kubernetes/client-node`) stay in node_modules.
  */
 import { Command } from "commander";
+import type { Plugin } from "esbuild";
 import { existsSync } from "node:fs";
 import { rm } from "node:fs/promises";
+import { builtinModules } from "node:module";
 import { join, relative, resolve } from "node:path";
 
 /** What `buildOperator` needs: the project and where to write. */
@@ -32,6 +34,29 @@ export class BuildError extends Error {
 
 /** Packages resolved from node_modules at run time instead of bundled. */
 export const BUNDLE_EXTERNALS: readonly string[] = ["@kubernetes/client-node"];
+
+const BUILTINS = new Set(builtinModules);
+
+/**
+ * Node's built-in modules through `require` instead of ESM imports. An ESM import of a built-in builds a
+ * facade that reads every export once, and the lazy ones load whole subsystems nobody asked for:
+ * `node:http`'s WebSocket getter loads Node's bundled undici, `node:util`'s TextDecoder the encodings,
+ * `node:crypto`'s webcrypto. About a third of an operator's start-up CPU went there.
+ */
+const builtinsThroughRequire: Plugin = {
+  name: "opkit-builtins-through-require",
+  setup(b) {
+    b.onResolve({ filter: /^[a-z_/:]+$/ }, (args) => {
+      const name = args.path.startsWith("node:") ? args.path.slice(5) : args.path;
+      if (!BUILTINS.has(name) || args.kind === "require-call") return undefined;
+      return { path: `node:${name}`, namespace: "opkit-builtin" };
+    });
+    b.onLoad({ filter: /.*/, namespace: "opkit-builtin" }, (args) => ({
+      contents: `module.exports = require(${JSON.stringify(args.path)});`,
+      loader: "js",
+    }));
+  },
+};
 
 /**
  * Bundle the project's entry into `outDir` (ESM, Node 22.19+, source maps). Returns the written files,
@@ -63,6 +88,7 @@ export async function buildOperator(dir: string, opts: BuildOptions = {}): Promi
       // The ESM builds where packages ship both (the CommonJS ones lose their named exports in a chunk).
       mainFields: ["module", "main"],
       external: [...BUNDLE_EXTERNALS],
+      plugins: [builtinsThroughRequire],
       // Bundled CommonJS code (and the library's lazy loading of undici's parts) calls require().
       banner: {
         js: "import { createRequire as __opkitRequire } from 'node:module'; const require = __opkitRequire(import.meta.url);",
