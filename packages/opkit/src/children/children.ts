@@ -5,7 +5,7 @@
  * and the field manager, and only objects the parent also controls (owner reference) are ever deleted,
  * so a copied label cannot make us delete someone else's object.
  */
-import { createHash } from "node:crypto";
+import { createHash, hash as digestOf } from "node:crypto";
 import type { Cache } from "../cache/cache.ts";
 import { OWNER_INDEX } from "../cache/store.ts";
 import type { KubeClient } from "../client/client.ts";
@@ -18,7 +18,6 @@ import {
   type KubeObject,
   type ReadonlyKubeObject,
 } from "../client/types.ts";
-import { applyBody } from "../helpers/apply.ts";
 import {
   describeObject,
   isControlledBy,
@@ -231,7 +230,10 @@ export async function reconcileChildren(
         `${describeObject(child)} is of a kind not in ownedKinds (${[...owned.keys()].join(", ")}); add ${gk} so it can be pruned`,
       );
     }
-    const body = applyBody(child);
+    // Only the metadata is changed below, so only it is copied (a deep copy of every desired child on
+    // every reconcile cost more than the comparison it feeds); the caller's objects stay untouched.
+    const { managedFields: _dropped, ...meta } = child.metadata;
+    const body = { ...child, metadata: meta } as KubeObject;
     const childNamespaced = await namespaced({ apiVersion: child.apiVersion, kind: child.kind });
     if (childNamespaced && !body.metadata.namespace && parentNamespaced) {
       body.metadata.namespace = parent.metadata.namespace;
@@ -255,7 +257,7 @@ export async function reconcileChildren(
   const applied: KubeObject[] = [];
   for (const body of bodies) {
     const key = `${opts.fieldManager}|${groupKind(body.apiVersion ?? "", body.kind ?? "")}/${objectKey(body)}`;
-    const hash = memo ? createHash("sha256").update(JSON.stringify(body)).digest("base64") : "";
+    const hash = memo ? digestOf("sha256", JSON.stringify(body), "base64") : "";
     const cached = cachedChildren?.get(key.slice(opts.fieldManager.length + 1));
     // A field dropped from the body changes the hash, a field someone else changed changes the cached
     // child, and a recreated child has another uid: each of those applies.

@@ -279,11 +279,15 @@ export class Transport {
   }
 
   private buildPath(path: string, query?: Record<string, QueryValue>): string {
-    const params = new URLSearchParams();
-    for (const [k, v] of Object.entries(query ?? {}))
-      if (v !== undefined && v !== "") params.set(k, String(v));
-    const qs = params.toString();
-    return this.basePath + path + (qs ? `?${qs}` : "");
+    // Joined by hand: a URLSearchParams per request was a visible share of a request's CPU.
+    let qs = "";
+    if (query)
+      for (const k of Object.keys(query)) {
+        const v = query[k];
+        if (v === undefined || v === "") continue;
+        qs += `${qs ? "&" : "?"}${encodeURIComponent(k)}=${encodeURIComponent(String(v))}`;
+      }
+    return this.basePath + path + qs;
   }
 
   /** Wait `ms` through the injectable sleep, stopping early with RequestAbortedError when `signal` fires. */
