@@ -382,7 +382,9 @@ export class Controller<T extends KubeObject = KubeObject> {
       this.inflight.delete(abort);
     }
     metric?.end(outcome);
-    log.debug({ outcome, startedAt, endedAt: Date.now(), queuedMs }, "reconcile done");
+    // Checked on the parent, so a reconcile that logged nothing never makes its child logger.
+    if (deps.logger.isLevelEnabled("debug"))
+      log.debug({ outcome, startedAt, endedAt: Date.now(), queuedMs }, "reconcile done");
   }
 
   private applyResult(key: string, result: Result, queue: WorkQueue<string>): ReconcileOutcome {

@@ -161,7 +161,11 @@ export interface ReconcileLogFields {
   reconcileID?: string;
 }
 
-/** A child logger for one reconcile; its lines carry controller, namespace, name and reconcileID. */
+/**
+ * A child logger for one reconcile; its lines carry controller, namespace, name and reconcileID. The child
+ * is made on first use: pino serializes and redacts a child's bindings when it is made (~50 µs), and most
+ * reconciles log nothing.
+ */
 export function reconcileLogger(parent: Logger, fields: ReconcileLogFields): Logger {
   const bindings: Record<string, string> = {
     controller: fields.controller,
@@ -169,7 +173,24 @@ export function reconcileLogger(parent: Logger, fields: ReconcileLogFields): Log
   };
   if (fields.namespace) bindings.namespace = fields.namespace;
   if (fields.name !== undefined) bindings.name = fields.name;
-  return parent.child(bindings);
+  return lazyChild(parent, bindings);
+}
+
+/** `parent.child(bindings)`, made when a property of it is first read or written. */
+function lazyChild(parent: Logger, bindings: Record<string, string>): Logger {
+  let child: Logger | undefined;
+  const real = (): Logger => (child ??= parent.child(bindings));
+  return new Proxy(Object.create(null) as Logger, {
+    get(_, key) {
+      const target = real();
+      const value: unknown = Reflect.get(target, key, target);
+      // pino's methods read their logger from `this`.
+      return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+    set: (_, key, value) => Reflect.set(real(), key, value),
+    has: (_, key) => Reflect.has(real(), key),
+    getPrototypeOf: () => Reflect.getPrototypeOf(real()),
+  });
 }
 
 /** A child logger for a controller's own lines (start, stop, sync). */

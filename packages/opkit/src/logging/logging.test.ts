@@ -100,6 +100,31 @@ test("reconcile child loggers carry controller-runtime's field names; redaction 
   assert.equal(lines[1]?.token, REDACTED);
 });
 
+test("a reconcile logger makes its pino child only when used, and then behaves as the child", () => {
+  const { logger, lines } = capture();
+  let children = 0;
+  const child = logger.child.bind(logger);
+  logger.child = ((...a: Parameters<typeof child>) => (children++, child(...a))) as typeof logger.child;
+  reconcileLogger(logger, { controller: "widget", name: "quiet" });
+  assert.equal(children, 0, "no child for a reconcile that logs nothing");
+  const log = reconcileLogger(logger, { controller: "widget", name: "w", reconcileID: "r-2" });
+  assert.equal(log.isLevelEnabled("debug"), false);
+  log.level = "debug";
+  log.debug({ n: 1 }, "detail");
+  assert.equal(children, 1);
+  assert.equal(log.level, "debug");
+  assert.equal(logger.level, "info", "the parent keeps its level");
+  assert.deepEqual(
+    [lines[0]?.msg, lines[0]?.name, lines[0]?.reconcileID, lines[0]?.n],
+    ["detail", "w", "r-2", 1],
+  );
+  // The counting wrapper is an own property the child would inherit; back to pino's own method.
+  delete (logger as { child?: unknown }).child;
+  log.child({ step: "x" }).info("nested");
+  assert.equal(lines[1]?.step, "x");
+  assert.equal(lines[1]?.reconcileID, "r-2");
+});
+
 test("level: option, then OPKIT_LOG_LEVEL, then LOG_LEVEL, then info; unknown levels are refused", () => {
   assert.equal(createLogger({ destination: { write() {} } }).level, "info");
   process.env.LOG_LEVEL = "warn";
