@@ -5,7 +5,12 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { Node, Pod } from "opkit";
-import { boundPodFreed, isPendingFor, nodeSchedulingChanged } from "../src/controllers/scheduler.ts";
+import {
+  boundPodFreed,
+  isPendingFor,
+  nodeSchedulingChanged,
+  topScores,
+} from "../src/controllers/scheduler.ts";
 import { node, pod } from "./helpers.ts";
 
 describe("event filters", () => {
@@ -56,5 +61,16 @@ describe("event filters", () => {
     assert.equal(isPendingFor(names, mine({ nodeName: "a" })), false);
     assert.equal(isPendingFor(names, mine({}, { deletionTimestamp: "2026-01-01T00:00:00Z" })), false);
     assert.equal(isPendingFor(names, mine({}, {}, "Failed")), false);
+  });
+});
+
+describe("the decision's log line", () => {
+  it("names the best scores only, best first, ties by node name", () => {
+    assert.deepEqual(Object.entries(topScores({ c: 5, a: 7, b: 7, d: 1 }, 3)), [
+      ["a", 7],
+      ["b", 7],
+      ["c", 5],
+    ]);
+    assert.deepEqual(topScores({ a: 1 }, 3), { a: 1 });
   });
 });

@@ -102,6 +102,20 @@ function nodeCacheFor(caches: WeakMap<Cache, NodeCache>, cache: Cache): NodeCach
   return nodes;
 }
 
+/** How many of the best candidates' scores a decision's log line names. */
+const LOGGED_SCORES = 3;
+
+/**
+ * The `n` best scores, best first (ties by node name): enough to see why a node won, without writing
+ * every feasible node's score per pod (on 100 nodes that was most of a log line's cost).
+ */
+export function topScores(scores: Readonly<Record<string, number>>, n: number): Record<string, number> {
+  const best = Object.entries(scores)
+    .sort(([a, x], [b, y]) => y - x || (a < b ? -1 : a > b ? 1 : 0))
+    .slice(0, n);
+  return Object.fromEntries(best);
+}
+
 /** A reference the event recorder can name (cached objects may lack apiVersion and kind). */
 function podRef(p: DeepReadonly<Pod>): Pod {
   return { apiVersion: "v1", kind: "Pod", metadata: { ...p.metadata } } as Pod;
@@ -173,7 +187,12 @@ export function schedulerController(profiles: readonly Profile[]) {
           }
           retries.forget(uid);
           ctx.log.info(
-            { node: decision.node, scores: decision.scores, profile: profile.schedulerName },
+            {
+              node: decision.node,
+              scores: topScores(decision.scores, LOGGED_SCORES),
+              feasibleNodes: Object.keys(decision.scores).length,
+              profile: profile.schedulerName,
+            },
             "bound",
           );
           void ctx.recorder.record(podRef(pod), {
