@@ -9,6 +9,7 @@ import {
   boundPodFreed,
   isPendingFor,
   nodeSchedulingChanged,
+  oncePerTurn,
   topScores,
 } from "../src/controllers/scheduler.ts";
 import { node, pod } from "./helpers.ts";
@@ -72,5 +73,28 @@ describe("the decision's log line", () => {
       ["c", 5],
     ]);
     assert.deepEqual(topScores({ a: 1 }, 3), { a: 1 });
+  });
+});
+
+describe("the pending pods a node or a freed pod wakes", () => {
+  it("are listed once per turn of the event loop, again after it, and per cache", () => {
+    let calls = 0;
+    const resets: (() => void)[] = [];
+    const keys = oncePerTurn(
+      (cache: object) => {
+        calls++;
+        return [cache, calls];
+      },
+      (reset) => resets.push(reset),
+    );
+    const a = {};
+    const b = {};
+    assert.deepEqual(keys(a), [a, 1]);
+    assert.deepEqual(keys(a), [a, 1], "the same turn: the first answer");
+    assert.equal(calls, 1);
+    assert.deepEqual(keys(b), [b, 2], "another cache is listed on its own");
+    assert.equal(resets.length, 1, "one reset per turn");
+    resets.shift()!();
+    assert.deepEqual(keys(b), [b, 3], "the next turn lists again");
   });
 });

@@ -89,6 +89,26 @@ function pendingKeys(cache: Cache, names: ReadonlySet<string>): Request[] {
 }
 
 /**
+ * `fn`, computed once per turn of the event loop for the same argument: an informer delivers a whole
+ * list or watch chunk in one turn (the 100 Nodes of a start-up, each of which would walk every cached
+ * pod), and they all get the first call's answer. Safe for `pendingKeys`: a pod that turns up later in
+ * the same turn is queued by its own event. `defer` schedules the reset (tests pass their own).
+ */
+export function oncePerTurn<A, R>(
+  fn: (arg: A) => R,
+  defer: (reset: () => void) => void = (reset) => setImmediate(reset),
+): (arg: A) => R {
+  let memo: { arg: A; result: R } | undefined;
+  return (arg) => {
+    if (memo && memo.arg === arg) return memo.result;
+    const result = fn(arg);
+    if (!memo) defer(() => (memo = undefined));
+    memo = { arg, result };
+    return result;
+  };
+}
+
+/**
  * The node picture fed by `cache`'s informers, one per cache (so per manager), registered on the first
  * decision: the controller's informers have synced by then, and their objects are delivered at once.
  */
@@ -126,6 +146,7 @@ export function schedulerController(profiles: readonly Profile[]) {
   const byName = new Map(profiles.map((p) => [p.schedulerName, p]));
   const names = new Set(byName.keys());
   const nodeCaches = new WeakMap<Cache, NodeCache>();
+  const pending = oncePerTurn((cache: Cache) => pendingKeys(cache, names));
   const retries = new RetryTracker({ baseMs: 1_000, maxMs: 30_000 });
   const mine: Predicate<Pod> = {
     create: (p) => isPendingFor(names, p),
@@ -141,10 +162,10 @@ export function schedulerController(profiles: readonly Profile[]) {
       // Bindings are round trips: several in flight, as kube-scheduler binds asynchronously. Decisions stay
       // one at a time (each is synchronous up to its assumption).
       .withOptions({ maxConcurrent: BINDING_WORKERS })
-      .watches(Nodes, (_node, { cache }) => pendingKeys(cache, names), {
+      .watches(Nodes, (_node, { cache }) => pending(cache), {
         predicates: [nodeSchedulingChanged],
       })
-      .watches(Pods, (_pod, { cache }) => pendingKeys(cache, names), { predicates: [boundPodFreed] })
+      .watches(Pods, (_pod, { cache }) => pending(cache), { predicates: [boundPodFreed] })
       .reconcile(async (req, ctx) => {
         const pod = ctx.cache.get(Pods, req.name, { namespace: req.namespace });
         if (!pod || !isPendingFor(names, pod)) {
