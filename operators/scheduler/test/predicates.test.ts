@@ -5,7 +5,13 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { Node, Pod } from "opkit";
-import { boundPodFreed, isPendingFor, nodeSchedulingChanged } from "../src/controllers/scheduler.ts";
+import {
+  boundPodFreed,
+  isPendingFor,
+  nodeSchedulingChanged,
+  oncePerTurn,
+  topScores,
+} from "../src/controllers/scheduler.ts";
 import { node, pod } from "./helpers.ts";
 
 describe("event filters", () => {
@@ -56,5 +62,39 @@ describe("event filters", () => {
     assert.equal(isPendingFor(names, mine({ nodeName: "a" })), false);
     assert.equal(isPendingFor(names, mine({}, { deletionTimestamp: "2026-01-01T00:00:00Z" })), false);
     assert.equal(isPendingFor(names, mine({}, {}, "Failed")), false);
+  });
+});
+
+describe("the decision's log line", () => {
+  it("names the best scores only, best first, ties by node name", () => {
+    assert.deepEqual(Object.entries(topScores({ c: 5, a: 7, b: 7, d: 1 }, 3)), [
+      ["a", 7],
+      ["b", 7],
+      ["c", 5],
+    ]);
+    assert.deepEqual(topScores({ a: 1 }, 3), { a: 1 });
+  });
+});
+
+describe("the pending pods a node or a freed pod wakes", () => {
+  it("are listed once per turn of the event loop, again after it, and per cache", () => {
+    let calls = 0;
+    const resets: (() => void)[] = [];
+    const keys = oncePerTurn(
+      (cache: object) => {
+        calls++;
+        return [cache, calls];
+      },
+      (reset) => resets.push(reset),
+    );
+    const a = {};
+    const b = {};
+    assert.deepEqual(keys(a), [a, 1]);
+    assert.deepEqual(keys(a), [a, 1], "the same turn: the first answer");
+    assert.equal(calls, 1);
+    assert.deepEqual(keys(b), [b, 2], "another cache is listed on its own");
+    assert.equal(resets.length, 1, "one reset per turn");
+    resets.shift()!();
+    assert.deepEqual(keys(b), [b, 3], "the next turn lists again");
   });
 });

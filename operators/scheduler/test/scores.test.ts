@@ -1,13 +1,11 @@
 /**
  * The score plugins and one whole decision: least allocated and balanced allocation pull the same pod
  * to different nodes, so the profile's weights decide; image locality and owner spread; the
- * "0/N nodes are available" message; the assumption of pods bound but not yet seen.
+ * "0/N nodes are available" message. (The assumption of pods bound but not yet seen: nodecache.test.ts.)
  */
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { FakeClock, type DeepReadonly, type Pod } from "opkit";
-import { AssumedPods } from "../src/assumed.ts";
 import { defaultProfile, parseConfig } from "../src/config.ts";
 import { schedule, unschedulableMessage } from "../src/framework.ts";
 import {
@@ -146,25 +144,5 @@ describe("schedule", () => {
         },
       ),
     );
-  });
-});
-
-describe("AssumedPods", () => {
-  it("keeps a bound pod until the cache shows it bound or gone, or the TTL passes", () => {
-    const clock = new FakeClock();
-    const assumed = new AssumedPods({ clock, ttlMs: 1000 });
-    const p = pod({ uid: "u1" }) as DeepReadonly<Pod>;
-    assumed.assume(p, "n1");
-    assert.ok(assumed.has("u1"));
-    const pending = assumed.pending(new Map([["u1", p]]));
-    assert.equal(pending[0]?.spec?.nodeName, "n1", "counted on its node while the cache lags");
-    const bound = pod({ uid: "u1", nodeName: "n1" }) as DeepReadonly<Pod>;
-    assert.deepEqual(assumed.pending(new Map([["u1", bound]])), []);
-    assert.equal(assumed.has("u1"), false);
-    assumed.assume(p, "n1");
-    assert.deepEqual(assumed.pending(new Map()), [], "deleted pod");
-    assumed.assume(p, "n1");
-    clock.advance(1001);
-    assert.deepEqual(assumed.pending(new Map([["u1", p]])), [], "expired");
   });
 });

@@ -1,8 +1,8 @@
 /**
  * The scheduler controller: reconciles the pending pods whose `spec.schedulerName` one of its profiles
- * serves. Each reconcile builds the nodes' picture from the cache (Nodes, and the non-terminal pods
- * bound to them, plus the pods this process bound and the cache has not shown yet), lets the profile
- * decide, and either binds the pod through `pods/binding` or marks it `PodScheduled=False`
+ * serves. Each reconcile takes the nodes' picture (Nodes, and the non-terminal pods bound to them, plus
+ * the pods this process bound and the cache has not shown yet: see nodecache.ts, kept up to date from
+ * the informers' events rather than rebuilt per decision), lets the profile decide, and either binds the pod through `pods/binding` or marks it `PodScheduled=False`
  * (Unschedulable, with the per-node reasons) with a Warning Event and retries it: at once when a node
  * or a bound pod changes in a way that could make room, else after a backoff (1 s doubling to 30 s).
  */
@@ -23,10 +23,9 @@ import {
   type Predicate,
   type Request,
 } from "opkit";
-import { AssumedPods } from "../assumed.ts";
 import type { Profile } from "../config.ts";
 import { schedule } from "../framework.ts";
-import { nodeInfo, type NodeInfo } from "../plugins/types.ts";
+import { NodeCache } from "../nodecache.ts";
 
 /** core/v1 Binding: what `pods/binding` takes. */
 interface Binding extends KubeObject {
@@ -89,22 +88,52 @@ function pendingKeys(cache: Cache, names: ReadonlySet<string>): Request[] {
     .map((p) => ({ namespace: p.metadata.namespace, name: p.metadata.name ?? "" }));
 }
 
-/** The nodes with the pods on them, from the cache and the assumptions. */
-function nodeInfos(cache: Cache, assumed: AssumedPods): NodeInfo[] {
-  const pods = cache.list(Pods);
-  const byUid = new Map(pods.map((p) => [p.metadata.uid ?? "", p]));
-  const byNode = new Map<string, DeepReadonly<Pod>[]>();
-  for (const p of [...pods, ...assumed.pending(byUid)]) {
-    const n = p.spec?.nodeName;
-    if (!n || isTerminal(p)) continue;
-    const list = byNode.get(n);
-    if (list) list.push(p);
-    else byNode.set(n, [p]);
+/**
+ * `fn`, computed once per turn of the event loop for the same argument: an informer delivers a whole
+ * list or watch chunk in one turn (the 100 Nodes of a start-up, each of which would walk every cached
+ * pod), and they all get the first call's answer. Safe for `pendingKeys`: a pod that turns up later in
+ * the same turn is queued by its own event. `defer` schedules the reset (tests pass their own).
+ */
+export function oncePerTurn<A, R>(
+  fn: (arg: A) => R,
+  defer: (reset: () => void) => void = (reset) => setImmediate(reset),
+): (arg: A) => R {
+  let memo: { arg: A; result: R } | undefined;
+  return (arg) => {
+    if (memo && memo.arg === arg) return memo.result;
+    const result = fn(arg);
+    if (!memo) defer(() => (memo = undefined));
+    memo = { arg, result };
+    return result;
+  };
+}
+
+/**
+ * The node picture fed by `cache`'s informers, one per cache (so per manager), registered on the first
+ * decision: the controller's informers have synced by then, and their objects are delivered at once.
+ */
+function nodeCacheFor(caches: WeakMap<Cache, NodeCache>, cache: Cache): NodeCache {
+  let nodes = caches.get(cache);
+  if (!nodes) {
+    nodes = new NodeCache();
+    nodes.watch(cache);
+    caches.set(cache, nodes);
   }
-  return cache
-    .list(Nodes)
-    .map((n) => nodeInfo(n, byNode.get(n.metadata.name ?? "") ?? []))
-    .sort((a, b) => ((a.node.metadata.name ?? "") < (b.node.metadata.name ?? "") ? -1 : 1));
+  return nodes;
+}
+
+/** How many of the best candidates' scores a decision's log line names. */
+const LOGGED_SCORES = 3;
+
+/**
+ * The `n` best scores, best first (ties by node name): enough to see why a node won, without writing
+ * every feasible node's score per pod (on 100 nodes that was most of a log line's cost).
+ */
+export function topScores(scores: Readonly<Record<string, number>>, n: number): Record<string, number> {
+  const best = Object.entries(scores)
+    .sort(([a, x], [b, y]) => y - x || (a < b ? -1 : a > b ? 1 : 0))
+    .slice(0, n);
+  return Object.fromEntries(best);
 }
 
 /** A reference the event recorder can name (cached objects may lack apiVersion and kind). */
@@ -116,7 +145,8 @@ function podRef(p: DeepReadonly<Pod>): Pod {
 export function schedulerController(profiles: readonly Profile[]) {
   const byName = new Map(profiles.map((p) => [p.schedulerName, p]));
   const names = new Set(byName.keys());
-  const assumed = new AssumedPods();
+  const nodeCaches = new WeakMap<Cache, NodeCache>();
+  const pending = oncePerTurn((cache: Cache) => pendingKeys(cache, names));
   const retries = new RetryTracker({ baseMs: 1_000, maxMs: 30_000 });
   const mine: Predicate<Pod> = {
     create: (p) => isPendingFor(names, p),
@@ -132,10 +162,10 @@ export function schedulerController(profiles: readonly Profile[]) {
       // Bindings are round trips: several in flight, as kube-scheduler binds asynchronously. Decisions stay
       // one at a time (each is synchronous up to its assumption).
       .withOptions({ maxConcurrent: BINDING_WORKERS })
-      .watches(Nodes, (_node, { cache }) => pendingKeys(cache, names), {
+      .watches(Nodes, (_node, { cache }) => pending(cache), {
         predicates: [nodeSchedulingChanged],
       })
-      .watches(Pods, (_pod, { cache }) => pendingKeys(cache, names), { predicates: [boundPodFreed] })
+      .watches(Pods, (_pod, { cache }) => pending(cache), { predicates: [boundPodFreed] })
       .reconcile(async (req, ctx) => {
         const pod = ctx.cache.get(Pods, req.name, { namespace: req.namespace });
         if (!pod || !isPendingFor(names, pod)) {
@@ -143,14 +173,15 @@ export function schedulerController(profiles: readonly Profile[]) {
           return;
         }
         const uid = pod.metadata.uid ?? "";
+        const nodes = nodeCacheFor(nodeCaches, ctx.cache);
         // Bound here already; the cache has not caught up yet.
-        if (assumed.has(uid)) return;
+        if (nodes.isAssumed(uid)) return;
         const profile = byName.get(pod.spec?.schedulerName ?? "") as Profile;
-        const decision = schedule(pod, nodeInfos(ctx.cache, assumed), profile);
+        const decision = schedule(pod, nodes.snapshot(), profile);
         if (decision.kind === "scheduled") {
           // Assumed before the first await: deciding and assuming run without a gap, so the other workers'
           // decisions (and this pod's, if anything goes wrong) always count this placement.
-          assumed.assume(pod, decision.node);
+          nodes.assume(pod, decision.node);
           try {
             const binding: Binding = {
               apiVersion: "v1",
@@ -163,7 +194,7 @@ export function schedulerController(profiles: readonly Profile[]) {
               namespace: req.namespace,
             });
           } catch (err) {
-            assumed.forget(uid);
+            nodes.forget(uid);
             // Bound meanwhile (by us before a restart, or by another scheduler) or gone: nothing to do.
             if (
               err instanceof ConflictError ||
@@ -177,7 +208,12 @@ export function schedulerController(profiles: readonly Profile[]) {
           }
           retries.forget(uid);
           ctx.log.info(
-            { node: decision.node, scores: decision.scores, profile: profile.schedulerName },
+            {
+              node: decision.node,
+              scores: topScores(decision.scores, LOGGED_SCORES),
+              feasibleNodes: Object.keys(decision.scores).length,
+              profile: profile.schedulerName,
+            },
             "bound",
           );
           void ctx.recorder.record(podRef(pod), {

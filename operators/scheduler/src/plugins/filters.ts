@@ -102,6 +102,18 @@ export const nodeAffinity: FilterPlugin = {
   },
 };
 
+/** The requests of frozen pods by name, sorted (the reasons' order), once per pod rather than per node. */
+const sortedOfFrozen = new WeakMap<object, readonly (readonly [string, number])[]>();
+
+function sortedRequests(pod: DeepReadonly<Pod>): readonly (readonly [string, number])[] {
+  const requests = podRequests(pod);
+  const known = sortedOfFrozen.get(requests);
+  if (known) return known;
+  const sorted = Object.entries(requests).sort(([a], [b]) => a.localeCompare(b));
+  if (Object.isFrozen(requests)) sortedOfFrozen.set(requests, sorted);
+  return sorted;
+}
+
 /**
  * The pod's requests fit in what the node has left: allocatable minus the requests of the pods on it,
  * for every resource the pod asks for (cpu, memory, extended resources) and one more pod.
@@ -110,7 +122,7 @@ export const nodeResourcesFit: FilterPlugin = {
   name: "NodeResourcesFit",
   filter(pod, info: NodeInfo) {
     const reasons: string[] = [];
-    for (const [r, want] of Object.entries(podRequests(pod)).sort(([a], [b]) => a.localeCompare(b))) {
+    for (const [r, want] of sortedRequests(pod)) {
       if (want <= 0) continue;
       if ((info.requested[r] ?? 0) + want > (info.allocatable[r] ?? 0)) {
         reasons.push(r === "pods" ? "Too many pods" : `Insufficient ${r}`);

@@ -3,30 +3,19 @@
  * 100; the profile's weights combine them. Pure functions of the pod and the candidate NodeInfos.
  */
 import type { DeepReadonly, Pod } from "opkit";
-import { MAX_NODE_SCORE, podRequests, type NodeInfo, type Resources, type ScorePlugin } from "./types.ts";
+import { MAX_NODE_SCORE, scoringRequests, type NodeInfo, type ScorePlugin } from "./types.ts";
 
-/**
- * What a pod without requests counts as when scoring (kube-scheduler's non-zero defaults: 100m CPU,
- * 200 MiB), so that pods without requests still spread instead of piling onto one node.
- */
-export const DEFAULT_CPU_MILLIS = 100;
-export const DEFAULT_MEMORY_BYTES = 200 * 2 ** 20;
-
-function scoringRequests(pod: DeepReadonly<Pod>): { cpu: number; memory: number } {
-  const r: Resources = podRequests(pod);
-  return { cpu: r.cpu || DEFAULT_CPU_MILLIS, memory: r.memory || DEFAULT_MEMORY_BYTES };
-}
+export { DEFAULT_CPU_MILLIS, DEFAULT_MEMORY_BYTES } from "./types.ts";
 
 /** The node's requested share of cpu and memory once `pod` is placed there, each in [0, 1]. */
 function fractions(pod: DeepReadonly<Pod>, info: NodeInfo): { cpu: number; memory: number } {
   const add = scoringRequests(pod);
-  const nodeScoring = (r: "cpu" | "memory"): number => {
-    // Already-placed pods count with their non-zero defaults too.
-    const placed = info.pods.reduce((s, p) => s + scoringRequests(p)[r], 0);
+  // Already-placed pods count with their non-zero defaults too.
+  const share = (r: "cpu" | "memory"): number => {
     const alloc = info.allocatable[r] ?? 0;
-    return alloc > 0 ? Math.min(1, (placed + add[r]) / alloc) : 1;
+    return alloc > 0 ? Math.min(1, (info.nonZeroRequested[r] + add[r]) / alloc) : 1;
   };
-  return { cpu: nodeScoring("cpu"), memory: nodeScoring("memory") };
+  return { cpu: share("cpu"), memory: share("memory") };
 }
 
 /** Prefers the emptiest node: the mean free share of cpu and memory after placing the pod. */

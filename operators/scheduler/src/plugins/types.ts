@@ -16,6 +16,11 @@ export interface NodeInfo {
   pods: readonly DeepReadonly<Pod>[];
   /** The sum of those pods' requests (`pods`: their number). */
   requested: Resources;
+  /**
+   * The sum of those pods' cpu and memory requests as the scores count them: a pod that asks for none
+   * counts kube-scheduler's non-zero defaults (`DEFAULT_CPU_MILLIS`, `DEFAULT_MEMORY_BYTES`).
+   */
+  nonZeroRequested: { cpu: number; memory: number };
   /** `status.allocatable` in the scheduler's units. */
   allocatable: Resources;
 }
@@ -43,10 +48,38 @@ export interface ScorePlugin {
 export const MAX_NODE_SCORE = 100;
 
 /**
- * A pod's requests as the node sees them (kube-scheduler's computePodResourceRequest): the sum over
- * its containers, at least the largest init container's, plus the pod overhead; `pods` is 1.
+ * What a pod without requests counts as when scoring (kube-scheduler's non-zero defaults: 100m CPU,
+ * 200 MiB), so that pods without requests still spread instead of piling onto one node.
  */
-export function podRequests(pod: DeepReadonly<Pod>): Resources {
+export const DEFAULT_CPU_MILLIS = 100;
+export const DEFAULT_MEMORY_BYTES = 200 * 2 ** 20;
+
+/**
+ * The requests of frozen pods (the cache's objects, which never change: an update is a new object), so
+ * that each is parsed once rather than at every decision that counts it.
+ */
+const requestsOfFrozen = new WeakMap<object, Readonly<Resources>>();
+
+/**
+ * A pod's requests as the node sees them (kube-scheduler's computePodResourceRequest): the sum over
+ * its containers, at least the largest init container's, plus the pod overhead; `pods` is 1. The
+ * result is shared for a frozen pod: callers must not change it.
+ */
+export function podRequests(pod: DeepReadonly<Pod>): Readonly<Resources> {
+  const known = requestsOfFrozen.get(pod);
+  if (known) return known;
+  const sum = computeRequests(pod);
+  if (Object.isFrozen(pod)) requestsOfFrozen.set(pod, Object.freeze(sum));
+  return sum;
+}
+
+/** The cpu and memory a pod counts as when scoring: its requests, or the non-zero defaults. */
+export function scoringRequests(pod: DeepReadonly<Pod>): { cpu: number; memory: number } {
+  const r = podRequests(pod);
+  return { cpu: r.cpu || DEFAULT_CPU_MILLIS, memory: r.memory || DEFAULT_MEMORY_BYTES };
+}
+
+function computeRequests(pod: DeepReadonly<Pod>): Resources {
   const sum: Resources = {};
   for (const c of pod.spec?.containers ?? []) {
     for (const [r, q] of Object.entries(c.resources?.requests ?? {})) {
@@ -75,8 +108,12 @@ export function nodeAllocatable(node: DeepReadonly<Node>): Resources {
 /** A NodeInfo from a node and the pods on it. */
 export function nodeInfo(node: DeepReadonly<Node>, pods: readonly DeepReadonly<Pod>[]): NodeInfo {
   const requested: Resources = {};
+  const nonZeroRequested = { cpu: 0, memory: 0 };
   for (const p of pods) {
     for (const [r, v] of Object.entries(podRequests(p))) requested[r] = (requested[r] ?? 0) + v;
+    const s = scoringRequests(p);
+    nonZeroRequested.cpu += s.cpu;
+    nonZeroRequested.memory += s.memory;
   }
-  return { node, pods, requested, allocatable: nodeAllocatable(node) };
+  return { node, pods, requested, nonZeroRequested, allocatable: nodeAllocatable(node) };
 }
