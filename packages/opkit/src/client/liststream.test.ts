@@ -1,0 +1,61 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { parseListBody } from "./liststream.ts";
+
+interface List {
+  items: unknown[];
+  [key: string]: unknown;
+}
+
+/** The body cut into chunks of `size` bytes (as Buffers, so multi-byte characters are split too). */
+async function parse(body: string, size: number): Promise<{ list: List; items: unknown[] }> {
+  const bytes = Buffer.from(body, "utf8");
+  const chunks: Buffer[] = [];
+  for (let i = 0; i < bytes.length; i += size) chunks.push(bytes.subarray(i, i + size));
+  const items: unknown[] = [];
+  const list = await parseListBody<List>(
+    (async function* () {
+      yield* chunks;
+    })(),
+    (item) => items.push(item),
+  );
+  return { list, items };
+}
+
+describe("parseListBody", () => {
+  it("hands over each item and returns the rest of the list, whatever the chunking", async () => {
+    const want = {
+      kind: "PodList",
+      apiVersion: "v1",
+      metadata: { resourceVersion: "12", continue: 'a"b{[' },
+      items: [
+        { metadata: { name: 'x\\"}{[' }, spec: { containers: [{ name: "c", args: ["]", "}"] }, { name: "é✓" }] } },
+        { metadata: { name: "\\\\" }, n: [1, -2.5e3, true, null] },
+        {},
+      ],
+      extra: [1, [2, { y: "}" }]],
+    };
+    const body = JSON.stringify(want, null, 1); // whitespace between tokens too
+    for (const size of [1, 2, 3, 7, 64, body.length]) {
+      const { list, items } = await parse(body, size);
+      assert.deepEqual(items, want.items, `chunks of ${size}`);
+      assert.deepEqual(list, { ...want, items: [] }, `chunks of ${size}`);
+    }
+  });
+
+  it("reads a list whose items come before its metadata, and an empty list", async () => {
+    const { list, items } = await parse('{"items":[{"a":1}],"metadata":{"resourceVersion":"3"}}', 5);
+    assert.deepEqual(items, [{ a: 1 }]);
+    assert.deepEqual(list, { metadata: { resourceVersion: "3" }, items: [] });
+    const empty = await parse('{"kind":"PodList","metadata":{},"items":[]}', 4);
+    assert.deepEqual(empty.items, []);
+    assert.deepEqual(empty.list, { kind: "PodList", metadata: {}, items: [] });
+  });
+
+  it("rejects what is not a complete JSON object", async () => {
+    await assert.rejects(parse('{"items":[{"a":1}', 3), SyntaxError);
+    await assert.rejects(parse('[{"a":1}]', 3), SyntaxError);
+    await assert.rejects(parse('{"items":[{"a":1,}]}', 3), SyntaxError);
+    await assert.rejects(parse('{"items":[]} x', 3), SyntaxError);
+  });
+});
