@@ -284,6 +284,8 @@ export class Reflector<T extends KubeObject> {
           limit,
           continue: cont,
           onItem: (item: T) => items.push(this.complete(item)),
+          // The default transform drops them: skip them before decoding.
+          omitManagedFields: this.opts.transform === undefined,
         });
       } catch (err) {
         if (cont && err instanceof GoneError) throw new ExpiredContinueError(err);

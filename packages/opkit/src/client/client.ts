@@ -97,6 +97,11 @@ export interface ListOptions extends NamespaceOption, CallOptions {
    * were handed over (and is not retried, since a second answer could differ from the first).
    */
   onItem?: (item: never) => void;
+  /**
+   * With `onItem`: leave out each item's `metadata.managedFields` (skipped before it is decoded, which saves
+   * the work for what is often 40% of an object); the cache's default transform drops them anyway.
+   */
+  omitManagedFields?: boolean;
 }
 
 /** Options shared by writes. */
@@ -378,7 +383,9 @@ export class KubeClient {
           resourceVersionMatch: opts.resourceVersionMatch,
         },
       },
-      onItem ? (chunks) => parseListBody<KubeList<T>>(chunks, onItem) : undefined,
+      onItem
+        ? (chunks) => parseListBody<KubeList<T>>(chunks, onItem, { omitManagedFields: opts.omitManagedFields })
+        : undefined,
     );
   }
 

@@ -8,7 +8,11 @@ interface List {
 }
 
 /** The body cut into chunks of `size` bytes (as Buffers, so multi-byte characters are split too). */
-async function parse(body: string, size: number): Promise<{ list: List; items: unknown[] }> {
+async function parse(
+  body: string,
+  size: number,
+  omitManagedFields = false,
+): Promise<{ list: List; items: unknown[] }> {
   const bytes = Buffer.from(body, "utf8");
   const chunks: Buffer[] = [];
   for (let i = 0; i < bytes.length; i += size) chunks.push(bytes.subarray(i, i + size));
@@ -18,6 +22,7 @@ async function parse(body: string, size: number): Promise<{ list: List; items: u
       yield* chunks;
     })(),
     (item) => items.push(item),
+    { omitManagedFields },
   );
   return { list, items };
 }
@@ -50,6 +55,29 @@ describe("parseListBody", () => {
     const empty = await parse('{"kind":"PodList","metadata":{},"items":[]}', 4);
     assert.deepEqual(empty.items, []);
     assert.deepEqual(empty.list, { kind: "PodList", metadata: {}, items: [] });
+  });
+
+  it("omitManagedFields cuts metadata.managedFields out of each item, and nothing else", async () => {
+    const mf = [{ manager: "m", fieldsV1: { "f:metadata": { "f:labels": { ".": {} } } }, time: "]" }];
+    const items = [
+      { metadata: { name: "a", managedFields: mf, labels: { x: "1" } }, spec: { managedFields: [1] } },
+      { metadata: { managedFields: mf, name: "b" } },
+      { metadata: { name: "c", managedFields: [] } },
+      { metadata: { managedFields: mf } },
+      { metadata: { name: "d", annotations: { managedFields: "[]" } }, managedFields: [2] },
+    ];
+    const body = JSON.stringify({ kind: "PodList", metadata: { resourceVersion: "1" }, items });
+    const want = structuredClone(items).map((i) => {
+      delete (i.metadata as { managedFields?: unknown }).managedFields;
+      return i;
+    });
+    for (const size of [1, 5, 16, body.length]) {
+      const got = await parse(body, size, true);
+      assert.deepEqual(got.items, want, `chunks of ${size}`);
+      assert.deepEqual(got.list, { kind: "PodList", metadata: { resourceVersion: "1" }, items: [] });
+    }
+    // Without the option they stay.
+    assert.deepEqual((await parse(body, 7)).items, items);
   });
 
   it("rejects what is not a complete JSON object", async () => {

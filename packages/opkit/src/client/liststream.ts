@@ -22,14 +22,17 @@ const ITEMS_KEY = /^\s*"items"\s*:\s*$/;
 
 /**
  * Parse a list body given chunk by chunk: `onItem` gets each item in order; the result is the list with
- * an empty `items` array. Throws SyntaxError on a body that is not a JSON object.
+ * an empty `items` array. Throws SyntaxError on a body that is not a JSON object. With `omitManagedFields`,
+ * each item's `metadata.managedFields` is cut out of its text before it is parsed (often 40% of an object, and
+ * what the cache drops anyway); the cut is only made in compact JSON, as the API server sends it.
  */
 export async function parseListBody<L extends { items: unknown[] }>(
   chunks: AsyncIterable<unknown>,
   onItem: (item: L["items"][number]) => void,
+  opts: { omitManagedFields?: boolean } = {},
 ): Promise<L> {
   const decoder = new StringDecoder("utf8");
-  const scanner = new ListScanner(onItem);
+  const scanner = new ListScanner(onItem, opts.omitManagedFields ?? false);
   for await (const chunk of chunks) scanner.push(typeof chunk === "string" ? chunk : decoder.write(chunk as Buffer));
   scanner.push(decoder.end());
   return scanner.end() as L;
@@ -50,9 +53,16 @@ class ListScanner {
   private readonly members: string[] = [];
   private done = false;
   private readonly onItem: (item: never) => void;
+  private readonly omitManagedFields: boolean;
+  /** The object open at depth 4 is the current item's metadata. */
+  private inMetadata = false;
+  /** The current item's `"managedFields":[...]` text, from its key to after its `]`; -1 when none. */
+  private cutFrom = -1;
+  private cutTo = -1;
 
-  constructor(onItem: (item: never) => void) {
+  constructor(onItem: (item: never) => void, omitManagedFields: boolean) {
     this.onItem = onItem;
+    this.omitManagedFields = omitManagedFields;
   }
 
   push(text: string): void {
@@ -73,6 +83,8 @@ class ListScanner {
 
   private shift(by: number): void {
     this.i -= by;
+    if (this.cutFrom >= 0) this.cutFrom -= by;
+    if (this.cutTo >= 0) this.cutTo -= by;
     if (this.memberStart >= 0) this.memberStart -= by;
     if (this.itemStart >= 0) this.itemStart -= by;
   }
@@ -105,11 +117,16 @@ class ListScanner {
         depth++;
         if (depth === 3 && this.inItems) this.itemStart = i - 1;
         else if (depth <= 2) this.open(c, depth, i - 1);
+        else if ((depth === 4 || depth === 5) && this.omitManagedFields && this.inItems) this.openInItem(c, depth, i - 1);
       } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
         depth--;
         if (depth === 2 && this.inItems && this.itemStart >= 0) {
-          this.onItem(JSON.parse(buf.slice(this.itemStart, i)) as never);
+          this.onItem(JSON.parse(this.itemText(i)) as never);
           this.itemStart = -1;
+        } else if (depth === 4 && this.cutFrom >= 0 && this.cutTo < 0) {
+          this.cutTo = i; // the managedFields array ended
+        } else if (depth === 3) {
+          this.inMetadata = false;
         } else if (depth <= 1) {
           this.close(depth, i - 1);
           if (this.done) {
@@ -125,6 +142,30 @@ class ListScanner {
     this.i = i;
     this.depth = depth;
     this.inString = inString;
+  }
+
+  /** A `{` or `[` at `at` opened level 4 (a member of an item) or 5 (a member of that): metadata, managedFields. */
+  private openInItem(c: number, depth: number, at: number): void {
+    const buf = this.buf;
+    if (depth === 4) this.inMetadata = c === OPEN_BRACE && buf.startsWith('"metadata":', at - 11);
+    else if (this.inMetadata && c === OPEN_BRACKET && buf.startsWith('"managedFields":', at - 16)) {
+      this.cutFrom = at - 16;
+      this.cutTo = -1;
+    }
+  }
+
+  /** The text of the item that ends before `end`, without its managedFields member when one was found. */
+  private itemText(end: number): string {
+    const buf = this.buf;
+    let from = this.cutFrom;
+    let to = this.cutTo;
+    this.cutFrom = this.cutTo = -1;
+    this.inMetadata = false;
+    if (from < 0 || to < 0) return buf.slice(this.itemStart, end);
+    // Drop one comma with the member: the one before it, or after it when it came first.
+    if (buf.charCodeAt(from - 1) === COMMA) from--;
+    else if (buf.charCodeAt(to) === COMMA) to++;
+    return buf.slice(this.itemStart, from) + buf.slice(to, end);
   }
 
   /** A `{` or `[` at `at` opened nesting level 1 (the list) or 2 (a member's value). */
