@@ -384,7 +384,8 @@ export class KubeClient {
         },
       },
       onItem
-        ? (chunks) => parseListBody<KubeList<T>>(chunks, onItem, { omitManagedFields: opts.omitManagedFields })
+        ? (chunks) =>
+            parseListBody<KubeList<T>>(chunks, onItem, { omitManagedFields: opts.omitManagedFields })
         : undefined,
     );
   }

@@ -34,7 +34,10 @@ describe("parseListBody", () => {
       apiVersion: "v1",
       metadata: { resourceVersion: "12", continue: 'a"b{[' },
       items: [
-        { metadata: { name: 'x\\"}{[' }, spec: { containers: [{ name: "c", args: ["]", "}"] }, { name: "é✓" }] } },
+        {
+          metadata: { name: 'x\\"}{[' },
+          spec: { containers: [{ name: "c", args: ["]", "}"] }, { name: "é✓" }] },
+        },
         { metadata: { name: "\\\\" }, n: [1, -2.5e3, true, null] },
         {},
       ],

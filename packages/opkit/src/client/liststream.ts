@@ -33,7 +33,8 @@ export async function parseListBody<L extends { items: unknown[] }>(
 ): Promise<L> {
   const decoder = new StringDecoder("utf8");
   const scanner = new ListScanner(onItem, opts.omitManagedFields ?? false);
-  for await (const chunk of chunks) scanner.push(typeof chunk === "string" ? chunk : decoder.write(chunk as Buffer));
+  for await (const chunk of chunks)
+    scanner.push(typeof chunk === "string" ? chunk : decoder.write(chunk as Buffer));
   scanner.push(decoder.end());
   return scanner.end() as L;
 }
@@ -117,7 +118,8 @@ class ListScanner {
         depth++;
         if (depth === 3 && this.inItems) this.itemStart = i - 1;
         else if (depth <= 2) this.open(c, depth, i - 1);
-        else if ((depth === 4 || depth === 5) && this.omitManagedFields && this.inItems) this.openInItem(c, depth, i - 1);
+        else if ((depth === 4 || depth === 5) && this.omitManagedFields && this.inItems)
+          this.openInItem(c, depth, i - 1);
       } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
         depth--;
         if (depth === 2 && this.inItems && this.itemStart >= 0) {
@@ -173,7 +175,11 @@ class ListScanner {
     if (depth === 1) {
       if (c !== OPEN_BRACE) throw new SyntaxError("a list answer must be a JSON object");
       this.memberStart = at + 1;
-    } else if (c === OPEN_BRACKET && this.memberStart >= 0 && ITEMS_KEY.test(this.buf.slice(this.memberStart, at))) {
+    } else if (
+      c === OPEN_BRACKET &&
+      this.memberStart >= 0 &&
+      ITEMS_KEY.test(this.buf.slice(this.memberStart, at))
+    ) {
       this.inItems = true;
       this.memberStart = -1;
     }

@@ -365,7 +365,10 @@ export class Transport {
    * With `consume`, a 2xx body is handed to it as chunks instead (its result is returned): a body that breaks
    * midway then throws ConnectionError without a retry, since the consumer has already seen part of it.
    */
-  async request<T>(opts: RequestOptions, consume?: (chunks: AsyncIterable<unknown>) => Promise<T>): Promise<T> {
+  async request<T>(
+    opts: RequestOptions,
+    consume?: (chunks: AsyncIterable<unknown>) => Promise<T>,
+  ): Promise<T> {
     const info: RequestInfo = { method: opts.method, path: opts.path };
     const maxRetries = this.options.maxRetries ?? 5;
     const idempotent = opts.idempotent ?? opts.method === "GET";
