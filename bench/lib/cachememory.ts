@@ -5,6 +5,7 @@
  * the same way, and the time each takes to sync the list.
  */
 import { join } from "node:path";
+import { OPERATOR_NODE_FLAGS } from "opkit/generate";
 import { adminClient, ensureNamespace, ensurePods } from "./cluster.ts";
 import { start } from "./procs.ts";
 import { figure, type Figure } from "./stats.ts";
@@ -29,6 +30,8 @@ async function probe(impl: Impl, kubeconfig: string, goBin: string, namespace: s
       ? start(goBin, ["--probe-pods", "--namespace", namespace], { env: { KUBECONFIG: kubeconfig } })
       : start(process.execPath, [
           "--expose-gc",
+          // opkit's probes run with the Node flags an opkit operator's image and `opkit run` use.
+          ...(impl === "client-node" ? [] : OPERATOR_NODE_FLAGS),
           join(here, "..", "probes", impl === "client-node" ? "client-node-cache.ts" : "opkit-cache.ts"),
           "--kubeconfig",
           kubeconfig,

@@ -8,6 +8,7 @@ import { existsSync } from "node:fs";
 import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
+import { OPERATOR_NODE_FLAGS } from "opkit/generate";
 
 /** A started process with its output lines. */
 export interface Proc {
@@ -168,6 +169,8 @@ export function startAppService(
     : start(
         process.execPath,
         [
+          // As the operator's image runs it (the generated Dockerfile's ENTRYPOINT).
+          ...OPERATOR_NODE_FLAGS,
           opkitEntry(o.root),
           "--kubeconfig",
           o.kubeconfig,

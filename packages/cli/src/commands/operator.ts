@@ -17,7 +17,7 @@ import {
   type KubeObject,
   type OperatorDefinition,
 } from "opkit";
-import { crdsFor } from "opkit/generate";
+import { OPERATOR_NODE_FLAGS, crdsFor } from "opkit/generate";
 import { ControlPlane } from "opkit/testenv";
 import { UsageError } from "./project.ts";
 import { buildReporter } from "./env.ts";
@@ -87,7 +87,7 @@ export const LOCAL_OPERATOR_FLAGS: readonly string[] = [
 ];
 
 /**
- * Start `node src/main.ts` of a project with `args`. The child gets an IPC channel: if this process dies
+ * Start `node src/main.ts` of a project with `args`, with the Node flags of the image (OPERATOR_NODE_FLAGS). The child gets an IPC channel: if this process dies
  * (even by SIGKILL) the channel closes and the operator stops too, so no operator is left orphaned.
  */
 export function startOperator(
@@ -95,7 +95,8 @@ export function startOperator(
   env: NodeJS.ProcessEnv,
   args: readonly string[] = [],
 ): ChildProcess {
-  return spawn(process.execPath, [join(resolve(dir), "src", "main.ts"), ...LOCAL_OPERATOR_FLAGS, ...args], {
+  const entry = join(resolve(dir), "src", "main.ts");
+  return spawn(process.execPath, [...OPERATOR_NODE_FLAGS, entry, ...LOCAL_OPERATOR_FLAGS, ...args], {
     cwd: resolve(dir),
     env,
     stdio: ["inherit", "inherit", "inherit", "ipc"],

@@ -85,11 +85,15 @@ class FakeServer implements ListWatcher {
       const copy = structuredClone(o) as KubeObject;
       delete copy.apiVersion; // lists omit them on items
       delete copy.kind;
+      if (opts.onItem && opts.omitManagedFields) delete copy.metadata.managedFields;
       return copy as T;
     });
+    // As the real client: with onItem, items are handed over one by one and the list comes back without them.
+    const onItem = opts.onItem as ((item: T) => void) | undefined;
+    if (onItem) for (const item of items) onItem(item);
     return Promise.resolve({
       metadata: { resourceVersion: String(this.rv), continue: end < all.length ? String(end) : undefined },
-      items,
+      items: onItem ? [] : items,
     });
   }
 
@@ -275,6 +279,30 @@ describe("Reflector against a fake server", () => {
     await until(clock, "relisted", () => JSON.stringify(cachedRvs(inf)) === JSON.stringify(liveRvs(server)));
     assertOnceInOrder(seen, server);
     await inf.stop();
+  });
+
+  it("by default the sync is one unpaged list, even where watch-list works; managedFields are skipped unless a transform is given", async () => {
+    for (const transform of [undefined, (o: CM) => o]) {
+      const server = new FakeServer();
+      server.streaming = true;
+      for (let i = 0; i < 4; i++) server.write("ADDED", `cm-${i}`);
+      for (const o of server.objects.values())
+        o.metadata.managedFields = [{ manager: "m", operation: "Apply" }];
+      const clock = new FakeClock();
+      const inf = new Informer<CM>(server, ConfigMaps, { clock, random: () => 0, transform });
+      inf.start();
+      await until(clock, "sync", () => inf.hasSynced());
+      assert.deepEqual(
+        server.lists.map((l) => [l.limit, l.omitManagedFields]),
+        [[undefined, transform === undefined]],
+        "one list request, no page size",
+      );
+      assert.equal(server.watches.filter((w) => w.sendInitialEvents).length, 0, "no watch-list");
+      assert.equal(inf.list().length, 4);
+      const kept = inf.list().filter((o) => o.metadata.managedFields !== undefined).length;
+      assert.equal(kept, transform ? 4 : 0, "managedFields only where a custom transform may want them");
+      await inf.stop();
+    }
   });
 
   it("an expired continue token (410 during a paged list) falls back to one unpaged list", async () => {

@@ -6,6 +6,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import type { ServerResponse } from "node:http";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -118,6 +119,32 @@ describe("Transport retries", () => {
         assert.equal(e.beforeSending, false);
         return true;
       });
+      assert.equal(srv.requests.length, 1);
+    });
+  });
+
+  it("hands a 2xx body to its consumer, but never retries a body that broke after the consumer saw part of it", async () => {
+    const consume = async (chunks: AsyncIterable<unknown>): Promise<string> => {
+      let text = "";
+      for await (const c of chunks) text += String(c);
+      return text;
+    };
+    // A 503 before any body is retried as for any GET; the answer that follows is consumed.
+    await withServer(
+      script(status(503, "ServiceUnavailable"), { status: 200, body: { a: 1 } }),
+      async (t, srv) => {
+        assert.equal(await t.request({ method: "GET", path: "/x" }, consume), '{"a":1}');
+        assert.equal(srv.requests.length, 2);
+      },
+    );
+    // Half a body, then the connection drops: a ConnectionError after one attempt (a second answer could differ).
+    const half = (res: ServerResponse): void => {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.write('{"items":[');
+      setTimeout(() => res.socket?.destroy(), 20);
+    };
+    await withServer(script(half, OK), async (t, srv) => {
+      await assert.rejects(t.request({ method: "GET", path: "/x" }, consume), ConnectionError);
       assert.equal(srv.requests.length, 1);
     });
   });

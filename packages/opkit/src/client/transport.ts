@@ -31,6 +31,7 @@ import {
   type RequestInfo,
 } from "./errors.ts";
 import { proxyFor } from "./proxy.ts";
+import { typedErrors } from "./watch.ts";
 
 const requireCjs = createRequire(import.meta.url);
 
@@ -363,14 +364,22 @@ export class Transport {
     }
   }
 
-  /** A request whose JSON answer is returned; failures throw typed errors. Retries as the module says. */
-  async request<T>(opts: RequestOptions): Promise<T> {
+  /**
+   * A request whose JSON answer is returned; failures throw typed errors. Retries as the module says.
+   * With `consume`, a 2xx body is handed to it as chunks instead (its result is returned): a body that breaks
+   * midway then throws ConnectionError without a retry, since the consumer has already seen part of it.
+   */
+  async request<T>(
+    opts: RequestOptions,
+    consume?: (chunks: AsyncIterable<unknown>) => Promise<T>,
+  ): Promise<T> {
     const info: RequestInfo = { method: opts.method, path: opts.path };
     const maxRetries = this.options.maxRetries ?? 5;
     const idempotent = opts.idempotent ?? opts.method === "GET";
     const random = this.options.random ?? Math.random;
     let ambiguous = false;
     let reauthenticated = false;
+    let consuming = false;
     for (let attempt = 0; ;) {
       let code: number;
       let text: string;
@@ -382,9 +391,14 @@ export class Transport {
         authState = sent.authState;
         code = res.statusCode;
         retryAfterSeconds = retryAfter(res.headers);
+        if (consume && code >= 200 && code < 300) {
+          consuming = true;
+          return await consume(typedErrors(res.body, info, opts.signal));
+        }
         text = await this.readBody(res, opts.signal, info);
       } catch (err) {
         if (
+          consuming ||
           !(err instanceof ConnectionError) ||
           this.closed ||
           attempt >= maxRetries ||

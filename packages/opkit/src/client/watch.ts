@@ -49,7 +49,8 @@ function decodeEvent<T extends KubeObject>(line: string, request: RequestInfo): 
   return event as WatchEvent<T>;
 }
 
-async function* typedErrors(
+/** The chunks of a response body; a cut by `signal` throws RequestAbortedError, one by the network ConnectionError. */
+export async function* typedErrors(
   body: Readable,
   request: RequestInfo,
   signal: AbortSignal | undefined,

@@ -34,6 +34,15 @@ export class DockerfileError extends Error {
   }
 }
 
+/**
+ * The Node.js flags every operator process runs with (the generated Dockerfile's ENTRYPOINT, `opkit run`).
+ * `--max-semi-space-size=8` caps V8's young generation at 2 × 8 MiB: an informer's initial list makes nearly
+ * every object survive, so V8 grows the young generation to its default cap (2 × 64 MiB on Node 24) and,
+ * after the sync, keeps those pages resident although they are empty (~55 MiB of RSS above the heap for
+ * 10,000 cached Pods). The CPU cost of the smaller young generation is in the README's bench figures.
+ */
+export const OPERATOR_NODE_FLAGS: readonly string[] = ["--max-semi-space-size=8"];
+
 /** A relative path inside the build context that a COPY line can carry unquoted. */
 const CONTEXT_PATH = /^(?!\/)(?!.*(^|\/)\.\.(\/|$))[A-Za-z0-9._@+/-]+$/;
 
@@ -86,7 +95,7 @@ RUN npm ci --omit=dev && npm cache clean --force
 ${copy.map((d) => `COPY --from=build /app/${d} ./${d}`).join("\n")}
 # The uid the generated Deployment enforces (runAsNonRoot, runAsUser 65532).
 USER 65532:65532
-ENTRYPOINT ["node", "${entry}"]
+ENTRYPOINT [${["node", ...OPERATOR_NODE_FLAGS, entry].map((a) => JSON.stringify(a)).join(", ")}]
 `;
 }
 
