@@ -20,6 +20,9 @@ const CLOSE_BRACKET = 93;
 /** `"items":` (whitespace allowed around the colon): the member whose array is streamed. */
 const ITEMS_KEY = /^\s*"items"\s*:\s*$/;
 
+/** How far back the scanner looks for a key before a `{` or `[`: `"managedFields":`. */
+const LOOKBACK = 16;
+
 /**
  * Parse a list body given chunk by chunk: `onItem` gets each item in order; the result is the list with
  * an empty `items` array. Throws SyntaxError on a body that is not a JSON object. With `omitManagedFields`,
@@ -39,10 +42,21 @@ export async function parseListBody<L extends { items: unknown[] }>(
   return scanner.end() as L;
 }
 
-/** The scanner's state between chunks; indexes are into `buf`, which is cut once per chunk. */
+/**
+ * The scanner's state between chunks. Each chunk is scanned once, on its own: offsets (`itemStart`,
+ * `memberStart`, `cutFrom`, `cutTo`) are absolute in the body, and the text being captured (an item, or a
+ * member of the list) is kept as the chunks' pieces, joined once when it ends. Appending each chunk to one
+ * held string instead made V8 copy that string at every chunk: quadratic in an item's size.
+ */
 class ListScanner {
+  /** The chunk being scanned, and the body offset of its first character. */
   private buf = "";
-  private i = 0;
+  private pos = 0;
+  /** Pieces of the captured text from its start to `pos` (the current chunk's part is added when it ends). */
+  private parts: string[] = [];
+  /** The last characters before `buf` (for the keys looked back at), and the backslashes that ended them. */
+  private tail = "";
+  private tailBackslashes = 0;
   private depth = 0;
   private inString = false;
   /** Start of the current top-level member's text; -1 while none is being captured (the items array). */
@@ -72,43 +86,63 @@ class ListScanner {
       if (text.trim() !== "") throw new SyntaxError("trailing data after the list answer");
       return;
     }
-    this.buf += text;
+    this.buf = text;
     this.scan();
-    // Keep only what is still needed: the item or member being captured, else nothing already scanned.
-    const keep = this.itemStart >= 0 ? this.itemStart : this.memberStart >= 0 ? this.memberStart : this.i;
-    if (keep > 0) {
-      this.buf = this.buf.slice(keep);
-      this.shift(keep);
-    }
+    // Keep the captured part of this chunk, and what the next one may look back at.
+    const from = this.captureStart();
+    if (from >= 0) this.parts.push(from > this.pos ? text.slice(from - this.pos) : text);
+    this.tail = (this.tail + (text.length > LOOKBACK ? text.slice(-LOOKBACK) : text)).slice(-LOOKBACK);
+    let run = 0;
+    while (run < text.length && text.charCodeAt(text.length - 1 - run) === BACKSLASH) run++;
+    this.tailBackslashes = run === text.length ? this.tailBackslashes + run : run;
+    this.pos += text.length;
+    this.buf = "";
   }
 
-  private shift(by: number): void {
-    this.i -= by;
-    if (this.cutFrom >= 0) this.cutFrom -= by;
-    if (this.cutTo >= 0) this.cutTo -= by;
-    if (this.memberStart >= 0) this.memberStart -= by;
-    if (this.itemStart >= 0) this.itemStart -= by;
+  /** Where the text being captured starts (an item, else a member of the list); -1 when none is. */
+  private captureStart(): number {
+    return this.itemStart >= 0 ? this.itemStart : this.memberStart;
+  }
+
+  /** The captured text from `from` (at or after the capture's start) to `end` (in the current chunk). */
+  private captured(from: number, end: number): string {
+    const start = this.captureStart();
+    const head = start < this.pos ? this.parts.join("") : "";
+    const text = head + this.buf.slice(Math.max(start - this.pos, 0), end - this.pos);
+    return text.slice(from - start);
+  }
+
+  /** A capture started or ended: the pieces held so far are dropped. */
+  private resetCapture(): void {
+    this.parts = [];
+  }
+
+  /** Whether the body text just before `at` (absolute) ends with `key`. */
+  private endsWith(at: number, key: string): boolean {
+    const local = at - this.pos;
+    if (local >= key.length) return this.buf.startsWith(key, local - key.length);
+    return (this.tail + this.buf.slice(0, local)).endsWith(key);
   }
 
   private scan(): void {
     // Locals in the loop, written back at the end: this runs once per character outside strings.
     const buf = this.buf;
+    const pos = this.pos;
     const n = buf.length;
-    let i = this.i;
+    let i = 0;
     let depth = this.depth;
     let inString = this.inString;
     while (i < n) {
       if (inString) {
         // Strings are most of the text: jump to the next quote and count the backslashes before it.
         const q = buf.indexOf('"', i);
-        if (q < 0) {
-          i = n;
-          break;
-        }
+        if (q < 0) break;
         let b = q - 1;
-        while (buf.charCodeAt(b) === BACKSLASH) b--;
+        while (b >= 0 && buf.charCodeAt(b) === BACKSLASH) b--;
+        let backslashes = q - 1 - b;
+        if (b < 0) backslashes += this.tailBackslashes; // the run began in an earlier chunk
         i = q + 1;
-        if ((q - 1 - b) % 2 === 0) inString = false;
+        if (backslashes % 2 === 0) inString = false;
         continue;
       }
       const c = buf.charCodeAt(i++);
@@ -116,41 +150,43 @@ class ListScanner {
         inString = true;
       } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
         depth++;
-        if (depth === 3 && this.inItems) this.itemStart = i - 1;
-        else if (depth <= 2) this.open(c, depth, i - 1);
+        if (depth === 3 && this.inItems) {
+          this.itemStart = pos + i - 1;
+          this.resetCapture();
+        } else if (depth <= 2) this.open(c, depth, pos + i - 1);
         else if ((depth === 4 || depth === 5) && this.omitManagedFields && this.inItems)
-          this.openInItem(c, depth, i - 1);
+          this.openInItem(c, depth, pos + i - 1);
       } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
         depth--;
         if (depth === 2 && this.inItems && this.itemStart >= 0) {
-          this.onItem(JSON.parse(this.itemText(i)) as never);
+          this.onItem(JSON.parse(this.itemText(pos + i)) as never);
           this.itemStart = -1;
+          this.resetCapture();
         } else if (depth === 4 && this.cutFrom >= 0 && this.cutTo < 0) {
-          this.cutTo = i; // the managedFields array ended
+          this.cutTo = pos + i; // the managedFields array ended
         } else if (depth === 3) {
           this.inMetadata = false;
         } else if (depth <= 1) {
-          this.close(depth, i - 1);
+          this.close(depth, pos + i - 1);
           if (this.done) {
             if (buf.slice(i).trim() !== "") throw new SyntaxError("trailing data after the list answer");
             i = n;
           }
         }
       } else if (c === COMMA && depth === 1) {
-        if (this.memberStart >= 0) this.members.push(buf.slice(this.memberStart, i - 1));
-        this.memberStart = i;
+        if (this.memberStart >= 0) this.members.push(this.captured(this.memberStart, pos + i - 1));
+        this.memberStart = pos + i;
+        this.resetCapture();
       }
     }
-    this.i = i;
     this.depth = depth;
     this.inString = inString;
   }
 
   /** A `{` or `[` at `at` opened level 4 (a member of an item) or 5 (a member of that): metadata, managedFields. */
   private openInItem(c: number, depth: number, at: number): void {
-    const buf = this.buf;
-    if (depth === 4) this.inMetadata = c === OPEN_BRACE && buf.startsWith('"metadata":', at - 11);
-    else if (this.inMetadata && c === OPEN_BRACKET && buf.startsWith('"managedFields":', at - 16)) {
+    if (depth === 4) this.inMetadata = c === OPEN_BRACE && this.endsWith(at, '"metadata":');
+    else if (this.inMetadata && c === OPEN_BRACKET && this.endsWith(at, '"managedFields":')) {
       this.cutFrom = at - 16;
       this.cutTo = -1;
     }
@@ -158,16 +194,17 @@ class ListScanner {
 
   /** The text of the item that ends before `end`, without its managedFields member when one was found. */
   private itemText(end: number): string {
-    const buf = this.buf;
-    let from = this.cutFrom;
-    let to = this.cutTo;
+    const text = this.captured(this.itemStart, end);
+    let from = this.cutFrom - this.itemStart;
+    let to = this.cutTo - this.itemStart;
+    const cut = this.cutFrom >= 0 && this.cutTo >= 0;
     this.cutFrom = this.cutTo = -1;
     this.inMetadata = false;
-    if (from < 0 || to < 0) return buf.slice(this.itemStart, end);
+    if (!cut) return text;
     // Drop one comma with the member: the one before it, or after it when it came first.
-    if (buf.charCodeAt(from - 1) === COMMA) from--;
-    else if (buf.charCodeAt(to) === COMMA) to++;
-    return buf.slice(this.itemStart, from) + buf.slice(to, end);
+    if (text.charCodeAt(from - 1) === COMMA) from--;
+    else if (text.charCodeAt(to) === COMMA) to++;
+    return text.slice(0, from) + text.slice(to);
   }
 
   /** A `{` or `[` at `at` opened nesting level 1 (the list) or 2 (a member's value). */
@@ -175,13 +212,15 @@ class ListScanner {
     if (depth === 1) {
       if (c !== OPEN_BRACE) throw new SyntaxError("a list answer must be a JSON object");
       this.memberStart = at + 1;
+      this.resetCapture();
     } else if (
       c === OPEN_BRACKET &&
       this.memberStart >= 0 &&
-      ITEMS_KEY.test(this.buf.slice(this.memberStart, at))
+      ITEMS_KEY.test(this.captured(this.memberStart, at))
     ) {
       this.inItems = true;
       this.memberStart = -1;
+      this.resetCapture();
     }
   }
 
@@ -190,8 +229,9 @@ class ListScanner {
     if (depth === 1) {
       this.inItems = false; // after the items array, the next comma starts a member
     } else if (depth === 0) {
-      if (this.memberStart >= 0) this.members.push(this.buf.slice(this.memberStart, at));
+      if (this.memberStart >= 0) this.members.push(this.captured(this.memberStart, at));
       this.memberStart = -1;
+      this.resetCapture();
       this.done = true;
     }
   }
