@@ -81,7 +81,12 @@ export class NodeCache {
     });
     cache.informer(Pods).addEventHandler({
       onAdd: (p) => this.setPod(p),
-      onUpdate: (_o, p) => this.setPod(p),
+      onUpdate: (o, p) => {
+        // A relist diffs by name: a pod deleted and recreated under its name while the watch was down
+        // comes as one update, from the old pod to the new one (kube-scheduler's updatePod does the same).
+        if (podKey(o) !== podKey(p)) this.deletePod(o);
+        this.setPod(p);
+      },
       onDelete: (p) => this.deletePod(p),
     });
   }

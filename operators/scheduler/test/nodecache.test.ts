@@ -7,7 +7,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { FakeClock, type DeepReadonly, type Node, type Pod } from "opkit";
+import { FakeClock, type Cache, type DeepReadonly, type Node, type Pod } from "opkit";
 import { NodeCache } from "../src/nodecache.ts";
 import { nodeInfo, type NodeInfo } from "../src/plugins/types.ts";
 import { node, pod } from "./helpers.ts";
@@ -182,6 +182,49 @@ describe("NodeCache", () => {
         }
       }),
       { numRuns: 300 },
+    );
+  });
+
+  it("an informer update that replaces a pod by another with the same name (a relist) uncounts the old one", () => {
+    // A relist diffs by namespace/name: a pod deleted and recreated under its name while the watch was
+    // down comes as one update from the old object to the new one, as in client-go (kube-scheduler's
+    // updatePod handles a changed uid as a delete and an add).
+    type Handlers<T> = {
+      onAdd?: (o: DeepReadonly<T>) => void;
+      onUpdate?: (o: DeepReadonly<T>, n: DeepReadonly<T>) => void;
+      onDelete?: (o: DeepReadonly<T>) => void;
+    };
+    const handlers = new Map<string, Handlers<unknown>>();
+    const cache = {
+      informer: (kind: { kind: string }) => ({
+        addEventHandler: (h: Handlers<unknown>) => void handlers.set(kind.kind, h),
+      }),
+    } as unknown as Cache;
+    const c = new NodeCache();
+    c.watch(cache);
+    const nodes = handlers.get("Node") as Handlers<Node>;
+    const pods = handlers.get("Pod") as Handlers<Pod>;
+    nodes.onAdd?.(frozen(node("a")));
+    nodes.onAdd?.(frozen(node("b")));
+    const old = pod({ uid: "old", cpu: "1", nodeName: "a" });
+    pods.onAdd?.(frozen(old));
+    const recreated = { ...pod({ uid: "new", cpu: "1" }), metadata: { ...old.metadata, uid: "new" } };
+    pods.onUpdate?.(frozen(old), frozen(recreated));
+    assert.deepEqual(
+      view(c.snapshot()).map((i) => [i.node, i.pods]),
+      [
+        ["a", []],
+        ["b", []],
+      ],
+      "the old pod is gone and the new one is pending",
+    );
+    pods.onUpdate?.(frozen(recreated), frozen({ ...recreated, spec: { ...recreated.spec, nodeName: "b" } }));
+    assert.deepEqual(
+      view(c.snapshot()).map((i) => [i.node, i.pods]),
+      [
+        ["a", []],
+        ["b", ["new"]],
+      ],
     );
   });
 });
