@@ -326,6 +326,30 @@ describe("Transport aborts", () => {
 });
 
 describe("Transport headers", () => {
+  it("encodes query values as the API server decodes them, a lone surrogate as U+FFFD (not a ConnectionError)", async () => {
+    await withServer(
+      () => OK,
+      async (t, srv) => {
+        const values = {
+          labelSelector: "a!=b,c in (x, y),d+e=ü",
+          fieldSelector: "status.phase!=Running",
+          continue: "eyJ2Ijoi+/=",
+          // What slicing a label value in the middle of an emoji leaves: a selector the server rejects.
+          shardSelector: "app=\ud83d",
+        };
+        await t.request({ method: "GET", path: "/x", query: { ...values, limit: 5, watch: true } });
+        assert.equal(srv.requests.length, 1, "sent once");
+        const got = new URL(srv.requests[0]?.url ?? "", "http://h").searchParams;
+        assert.deepEqual(Object.fromEntries(got), {
+          ...values,
+          shardSelector: "app=\ufffd",
+          limit: "5",
+          watch: "true",
+        });
+      },
+    );
+  });
+
   it("sends a User-Agent naming opkit, the platform and Node, after the operator's name", async () => {
     await withServer(
       () => OK,

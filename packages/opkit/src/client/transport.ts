@@ -170,6 +170,18 @@ const NOT_SENT_CODES = new Set([
   "UND_ERR_CONNECT_TIMEOUT",
 ]);
 
+/**
+ * A query key or value percent-encoded as UTF-8. A lone surrogate (what slicing a string in the middle of
+ * an emoji leaves) becomes U+FFFD, as URLSearchParams does, so the server answers for the value instead
+ * of encodeURIComponent throwing URIError, which the transport would take for a connection failure.
+ */
+function encodeQueryPart(s: string): string {
+  try {
+    return encodeURIComponent(s);
+  } catch {
+    return encodeURIComponent(s.replace(/\p{Cs}/gu, "\ufffd"));
+  }
+}
 /** HTTP to one cluster: pooling, credentials, retries and typed errors (see the module comment). */
 export class Transport {
   readonly server: string;
@@ -286,7 +298,7 @@ export class Transport {
       for (const k of Object.keys(query)) {
         const v = query[k];
         if (v === undefined || v === "") continue;
-        qs += `${qs ? "&" : "?"}${encodeURIComponent(k)}=${encodeURIComponent(String(v))}`;
+        qs += `${qs ? "&" : "?"}${encodeQueryPart(k)}=${encodeQueryPart(String(v))}`;
       }
     return this.basePath + path + qs;
   }
