@@ -208,7 +208,7 @@ describe("NodeCache", () => {
     nodes.onAdd?.(frozen(node("b")));
     const old = pod({ uid: "old", cpu: "1", nodeName: "a" });
     pods.onAdd?.(frozen(old));
-    const recreated = { ...pod({ uid: "new", cpu: "1" }), metadata: { ...old.metadata, uid: "new" } };
+    const recreated: Pod = { ...pod({ uid: "new", cpu: "1" }), metadata: { ...old.metadata, uid: "new" } };
     pods.onUpdate?.(frozen(old), frozen(recreated));
     assert.deepEqual(
       view(c.snapshot()).map((i) => [i.node, i.pods]),
@@ -218,7 +218,9 @@ describe("NodeCache", () => {
       ],
       "the old pod is gone and the new one is pending",
     );
-    pods.onUpdate?.(frozen(recreated), frozen({ ...recreated, spec: { ...recreated.spec, nodeName: "b" } }));
+    const bound: Pod = structuredClone(recreated);
+    if (bound.spec) bound.spec.nodeName = "b";
+    pods.onUpdate?.(frozen(recreated), frozen(bound));
     assert.deepEqual(
       view(c.snapshot()).map((i) => [i.node, i.pods]),
       [

@@ -182,6 +182,7 @@ function encodeQueryPart(s: string): string {
     return encodeURIComponent(s.replace(/\p{Cs}/gu, "\ufffd"));
   }
 }
+
 /** HTTP to one cluster: pooling, credentials, retries and typed errors (see the module comment). */
 export class Transport {
   readonly server: string;
