@@ -46,7 +46,7 @@ const BUILTINS = new Set(builtinModules);
 const builtinsThroughRequire: Plugin = {
   name: "opkit-builtins-through-require",
   setup(b) {
-    b.onResolve({ filter: /^[a-z_/:]+$/ }, (args) => {
+    b.onResolve({ filter: /^[a-z0-9_/:]+$/ }, (args) => {
       const name = args.path.startsWith("node:") ? args.path.slice(5) : args.path;
       if (!BUILTINS.has(name) || args.kind === "require-call") return undefined;
       return { path: `node:${name}`, namespace: "opkit-builtin" };
