@@ -10,7 +10,8 @@
  * 1000), BENCH_REPS (runs per side, default 2),
  * BENCH_RATE, BENCH_LATENCY_SECONDS and BENCH_LATENCY_OBJECTS (latency: updates/s, default 200, for
  * 10 s, over 20 AppServices), BENCH_GO_BIN (the Go peer, built by make), BENCH_OUT (default
- * bench/results/latest.json), BENCH_ENV (the env's name, default "bench"). The env runs with the
+ * bench/results/latest.json), BENCH_ENV (the env's name, default "bench"), BENCH_LOG_DIR (keep the
+ * latency runs' operator logs there). The env runs with the
  * ShardedListAndWatch feature gate (the shard figure's server-side filtering; the others do not use it).
  */
 import { execFileSync } from "node:child_process";

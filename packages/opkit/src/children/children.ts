@@ -106,8 +106,18 @@ interface AppliedRecord {
   resourceVersion: string;
   /** metadata.generation after the apply (0 for kinds without one). */
   generation: number;
-  /** Labels, annotations, owner references and finalizers after the apply. */
+  /** Labels, annotations, owner references and finalizers after the apply, less the foreign keys. */
   meta: string;
+  /**
+   * Label and annotation keys another manager held after the apply: the stored child had them though
+   * the body does not state them (SSA would have removed them had only our manager owned them).
+   */
+  foreign: ForeignKeys;
+}
+
+interface ForeignKeys {
+  labels: ReadonlySet<string>;
+  annotations: ReadonlySet<string>;
 }
 
 /** Children remembered per cache (field manager, kind and key → the last apply). */
@@ -120,17 +130,44 @@ function appliedMemo(cache: Cache): Map<string, AppliedRecord> {
   return memo;
 }
 
-function metaOf(obj: ReadonlyKubeObject): string {
+function foreignKeys(body: KubeObject, stored: KubeObject): ForeignKeys {
+  const extra = (
+    have: Readonly<Record<string, string>> | undefined,
+    want: Record<string, string> | undefined,
+  ) => new Set(Object.keys(have ?? {}).filter((k) => !Object.hasOwn(want ?? {}, k)));
+  return {
+    labels: extra(stored.metadata.labels, body.metadata.labels),
+    annotations: extra(stored.metadata.annotations, body.metadata.annotations),
+  };
+}
+
+/**
+ * The metadata an apply of ours decides, as one string: labels and annotations less the keys another
+ * manager held (their values are that manager's business; a foreign label edit must not cost a
+ * re-apply), owner references and finalizers. A key nobody held at our last apply counts: it may be
+ * another process's apply with our field manager, which our next apply removes.
+ */
+function metaOf(obj: ReadonlyKubeObject, foreign: ForeignKeys): string {
   const m = obj.metadata;
-  return JSON.stringify([m.labels, m.annotations, m.ownerReferences, m.finalizers]);
+  const mine = (map: Readonly<Record<string, string>> | undefined, skip: ReadonlySet<string>) =>
+    map && skip.size ? Object.entries(map).filter(([k]) => !skip.has(k)) : map;
+  return JSON.stringify([
+    mine(m.labels, foreign.labels),
+    mine(m.annotations, foreign.annotations),
+    m.ownerReferences,
+    m.finalizers,
+  ]);
 }
 
 /**
  * Whether applying `body` again would be a no-op: the same body as our last apply, and the cached child
  * is the object that apply stored, or differs from it only where nobody's apply writes (its status:
- * the generation, which every other change of a kind that has one raises, and the metadata are
- * unchanged) and still holds every field of the body. Another writer's change, also one by another
- * process with our field manager (a replica of another version), fails one of these.
+ * the generation, which every other change of a kind that has one raises, is unchanged, and so is the
+ * metadata but for the values of keys another manager held at our last apply) and still holds every
+ * field of the body. Another writer's change, also one by another process with our field manager (a
+ * replica of another version), fails one of these; a new foreign label costs one apply, after which its
+ * edits are skipped (a key that changes hands from another manager to our field manager in another
+ * process is the one case not seen until the body changes).
  */
 function alreadyApplied(
   last: AppliedRecord | undefined,
@@ -143,7 +180,7 @@ function alreadyApplied(
   return (
     last.generation > 0 &&
     cached.metadata.generation === last.generation &&
-    metaOf(cached) === last.meta &&
+    metaOf(cached, last.foreign) === last.meta &&
     containsJson(body, cached)
   );
 }
@@ -269,12 +306,14 @@ export async function reconcileChildren(
     if (memo) {
       memo.delete(key);
       if (memo.size >= APPLIED_MEMO_LIMIT) memo.delete(memo.keys().next().value ?? "");
+      const foreign = foreignKeys(body, stored);
       memo.set(key, {
         uid: stored.metadata.uid ?? "",
         hash,
         resourceVersion: stored.metadata.resourceVersion ?? "",
         generation: stored.metadata.generation ?? 0,
-        meta: metaOf(stored),
+        meta: metaOf(stored, foreign),
+        foreign,
       });
     }
     applied.push(stored);
