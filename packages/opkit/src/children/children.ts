@@ -118,6 +118,24 @@ interface AppliedRecord {
 interface ForeignKeys {
   labels: ReadonlySet<string>;
   annotations: ReadonlySet<string>;
+  /** Annotation keys the body states (a reserved one the body does not state is never ours). */
+  stated: ReadonlySet<string>;
+}
+
+/**
+ * Whether an annotation key is in a prefix Kubernetes reserves for its own components (kubernetes.io,
+ * k8s.io and their subdomains), e.g. the Deployment controller's deployment.kubernetes.io/revision.
+ */
+function reservedKey(key: string): boolean {
+  const slash = key.indexOf("/");
+  if (slash < 0) return false;
+  const prefix = key.slice(0, slash);
+  return (
+    prefix === "kubernetes.io" ||
+    prefix === "k8s.io" ||
+    prefix.endsWith(".kubernetes.io") ||
+    prefix.endsWith(".k8s.io")
+  );
 }
 
 /** Children remembered per cache (field manager, kind and key → the last apply). */
@@ -138,25 +156,26 @@ function foreignKeys(body: KubeObject, stored: KubeObject): ForeignKeys {
   return {
     labels: extra(stored.metadata.labels, body.metadata.labels),
     annotations: extra(stored.metadata.annotations, body.metadata.annotations),
+    stated: new Set(Object.keys(body.metadata.annotations ?? {})),
   };
 }
 
 /**
  * The metadata an apply of ours decides, as one string: labels and annotations less the keys another
  * manager held (their values are that manager's business; a foreign label edit must not cost a
- * re-apply), owner references and finalizers. A key nobody held at our last apply counts: it may be
- * another process's apply with our field manager, which our next apply removes.
+ * re-apply) and less the reserved annotations the body does not state (the control plane's, as the
+ * revision the Deployment controller adds after our first apply), owner references and finalizers. Any
+ * other key nobody held at our last apply counts: it may be another process's apply with our field
+ * manager, which our next apply removes.
  */
 function metaOf(obj: ReadonlyKubeObject, foreign: ForeignKeys): string {
   const m = obj.metadata;
-  const mine = (map: Readonly<Record<string, string>> | undefined, skip: ReadonlySet<string>) =>
-    map && skip.size ? Object.entries(map).filter(([k]) => !skip.has(k)) : map;
-  return JSON.stringify([
-    mine(m.labels, foreign.labels),
-    mine(m.annotations, foreign.annotations),
-    m.ownerReferences,
-    m.finalizers,
-  ]);
+  // Entries, so that no map and a map of skipped keys only read the same.
+  const labels = Object.entries(m.labels ?? {}).filter(([k]) => !foreign.labels.has(k));
+  const annotations = Object.entries(m.annotations ?? {}).filter(
+    ([k]) => !foreign.annotations.has(k) && (foreign.stated.has(k) || !reservedKey(k)),
+  );
+  return JSON.stringify([labels, annotations, m.ownerReferences, m.finalizers]);
 }
 
 /**
