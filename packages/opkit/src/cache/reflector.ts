@@ -314,6 +314,7 @@ export class Reflector<T extends KubeObject> {
         allowWatchBookmarks: true,
         timeoutSeconds: this.watchTimeoutSeconds(),
         idleTimeoutMs: this.progressDeadlineMs(),
+        omitManagedFields: this.opts.transform === undefined,
       });
       for await (const ev of events) {
         if (!synced) {
@@ -367,6 +368,8 @@ export class Reflector<T extends KubeObject> {
       allowWatchBookmarks: true,
       timeoutSeconds: this.watchTimeoutSeconds(),
       idleTimeoutMs: this.progressDeadlineMs(),
+      // The default transform drops them: skip them before decoding.
+      omitManagedFields: this.opts.transform === undefined,
     });
     let count = 0;
     for await (const ev of events) {

@@ -1,7 +1,8 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { Readable } from "node:stream";
-import { parseWatchStream } from "./watch.ts";
+import fc from "fast-check";
+import { parseWatchStream, withoutManagedFields } from "./watch.ts";
 import { GoneError } from "./errors.ts";
 
 const req = { method: "GET", path: "/api/v1/configmaps?watch=true" };
@@ -42,5 +43,99 @@ describe("parseWatchStream", () => {
     };
     const chunks = [ev("ADDED", "a", "1"), JSON.stringify({ type: "ERROR", object: status }) + "\n"];
     await assert.rejects(collect(chunks), (err: unknown) => err instanceof GoneError && err.code === 410);
+  });
+});
+
+describe("withoutManagedFields", () => {
+  const managedFields = [
+    {
+      manager: "kubectl",
+      operation: "Apply",
+      time: "2026-11-26T00:00:00Z",
+      fieldsType: "FieldsV1",
+      fieldsV1: { "f:metadata": { "f:labels": { 'f:a]"[': {} } }, "f:spec": { "f:x": {} } },
+    },
+  ];
+  const strip = (o: { metadata: Record<string, unknown> }) => {
+    const { managedFields: _m, ...metadata } = o.metadata;
+    return { ...o, metadata };
+  };
+
+  it("cuts the object's metadata.managedFields, first, middle or last in metadata", () => {
+    for (const metadata of [
+      { managedFields, name: "a", labels: { x: "y" } },
+      { name: "a", managedFields, labels: { x: "y" } },
+      { name: "a", labels: { x: "y" }, managedFields },
+      { managedFields },
+      { name: "a", managedFields: [] },
+    ]) {
+      const object = { kind: "ConfigMap", metadata, data: { k: "v" } };
+      const line = JSON.stringify({ type: "MODIFIED", object });
+      const cut = withoutManagedFields(line);
+      assert.ok(cut.length < line.length, line);
+      assert.deepEqual(JSON.parse(cut), { type: "MODIFIED", object: strip(object) });
+    }
+  });
+
+  it("leaves the text alone when the key is not the object's metadata member", () => {
+    const texts = [
+      // A custom resource's own field of that name, with no managedFields in metadata.
+      { type: "ADDED", object: { metadata: { name: "a" }, spec: { managedFields: [1, 2] } } },
+      // The key's text inside strings: a label value and an annotation key.
+      {
+        type: "ADDED",
+        object: {
+          metadata: {
+            name: '"managedFields":[',
+            labels: { v: 'x","managedFields":["' },
+            annotations: { '"managedFields":[': "]" },
+          },
+        },
+      },
+      { type: "BOOKMARK", object: { metadata: { resourceVersion: "7" } } },
+    ].map((o) => JSON.stringify(o));
+    for (const text of texts) assert.equal(withoutManagedFields(text), text);
+    // Not JSON, or cut short: unchanged, for JSON.parse to reject.
+    for (const text of ['{"object":{"metadata":{"managedFields":[{"a":"]', '"managedFields":[']) {
+      assert.equal(withoutManagedFields(text), text);
+    }
+  });
+
+  it("equals parse-then-delete for any object (property)", () => {
+    const json = fc.jsonValue({ maxDepth: 3 });
+    fc.assert(
+      fc.property(
+        fc.dictionary(fc.string(), json, { maxKeys: 4 }),
+        fc.dictionary(fc.string(), json, { maxKeys: 4 }),
+        fc.option(fc.array(json, { maxLength: 3 }), { nil: undefined }),
+        fc.nat(4),
+        (meta, rest, mf, at) => {
+          const entries = Object.entries(meta).filter(([k]) => k !== "managedFields");
+          if (mf !== undefined) entries.splice(Math.min(at, entries.length), 0, ["managedFields", mf]);
+          // As the API server writes objects: metadata before the rest (kind and apiVersion aside).
+          const { metadata: _dropped, ...others } = rest;
+          const object = { kind: "Widget", metadata: Object.fromEntries(entries), ...others };
+          const event = { type: "MODIFIED", object };
+          const parsed = JSON.parse(JSON.stringify(event)) as typeof event;
+          const expected = mf !== undefined ? { ...parsed, object: strip(parsed.object) } : parsed;
+          assert.deepEqual(JSON.parse(withoutManagedFields(JSON.stringify(event))), expected);
+        },
+      ),
+      { numRuns: 2000 },
+    );
+  });
+
+  it("is used by parseWatchStream when asked", async () => {
+    const line = JSON.stringify({ type: "ADDED", object: { metadata: { name: "a", managedFields } } });
+    const kept: unknown[] = [];
+    const cut: unknown[] = [];
+    for await (const e of parseWatchStream(Readable.from([line]), req))
+      kept.push(e.object.metadata.managedFields);
+    for await (const e of parseWatchStream(Readable.from([line]), req, undefined, {
+      omitManagedFields: true,
+    }))
+      cut.push(e.object.metadata.managedFields);
+    assert.deepEqual(kept, [managedFields]);
+    assert.deepEqual(cut, [undefined]);
   });
 });
