@@ -312,7 +312,7 @@ describe("reconcileChildren against opkit env", () => {
     assert.equal(spec?.minReadySeconds ?? 0, 0, "B's spec field applied away");
   });
 
-  it("with a cache, keys another process writes with the same field manager are applied away, also under kubernetes.io prefixes", async (t) => {
+  it("with a cache, keys another process writes with the same field manager are applied away, also under kubernetes.io prefixes or after another manager's key of that name went", async (t) => {
     // B, a replica of the version before, applies with our field manager what A's body no longer states.
     // An apply of A's body removes it, so A must apply, though its last apply and cache look converged.
     const ns = await env.namespace("children-takeover");
@@ -358,6 +358,20 @@ describe("reconcileChildren against opkit env", () => {
     await seen(await byA());
     assert.equal(applies, 2, "B's kubernetes.io annotation is applied");
     assert.equal((await live()).annotations?.["nginx.ingress.kubernetes.io/rewrite-target"], undefined);
+
+    // Another manager's label: applied once when new, its edits and its removal are not applied.
+    await byOther({ labels: { team: "one" } });
+    await seen(await byA());
+    await byOther({ labels: { team: "two" } });
+    await byA();
+    await byOther({ labels: { team: null } });
+    await byA();
+    assert.equal(applies, 3, "a foreign label costs one apply, its edit and removal none");
+    // Gone, the key is nobody's: B's key of that name is new, not an edit of the other manager's value.
+    await byB({ labels: { team: "b" } });
+    await seen(await byA());
+    assert.equal(applies, 4, "B's label is applied");
+    assert.equal((await live()).labels?.team, undefined, "B's label applied away");
   });
 
   it("reports a Deployment child ready once its pods run", async () => {

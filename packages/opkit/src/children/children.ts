@@ -178,8 +178,10 @@ function metaOf(obj: ReadonlyKubeObject, foreign: ForeignKeys): string {
  * metadata but for the values of keys another manager held at our last apply) and still holds every
  * field of the body. Another writer's change, also one by another process with our field manager (a
  * replica of another version), fails one of these; a new foreign label costs one apply, after which its
- * edits are skipped (a key that changes hands from another manager to our field manager in another
- * process is the one case not seen until the body changes).
+ * edits are skipped, and once a reconcile saw it gone (forgetGone) it is new again. A key that changes
+ * hands from another manager to our field manager in another process between two reconciles (its value
+ * written over, or a key both held that the other manager lets go) is the one case not seen until
+ * something else makes us apply: without managedFields in the cache it reads as another manager's edit.
  */
 function alreadyApplied(
   last: AppliedRecord | undefined,
@@ -195,6 +197,29 @@ function alreadyApplied(
     metaOf(cached, last.foreign) === last.meta &&
     containsJson(body, cached)
   );
+}
+
+/**
+ * Forget the foreign keys the cached child no longer has: nobody holds a key that is gone, so when it
+ * comes back it is a new key, which costs one apply (it may be our field manager's, written by another
+ * process), not an edit of another manager's value.
+ */
+function forgetGone(last: AppliedRecord, cached: DeepReadonly<KubeObject>): void {
+  const labels = held(last.foreign.labels, cached.metadata.labels);
+  const annotations = held(last.foreign.annotations, cached.metadata.annotations);
+  if (labels !== last.foreign.labels || annotations !== last.foreign.annotations) {
+    last.foreign = { ...last.foreign, labels, annotations };
+  }
+}
+
+/** The keys `map` still has: `keys` itself when it has all (the common case allocates nothing). */
+function held(
+  keys: ReadonlySet<string>,
+  map: Readonly<Record<string, string>> | undefined,
+): ReadonlySet<string> {
+  let gone = false;
+  for (const k of keys) gone ||= !map || !Object.hasOwn(map, k);
+  return gone ? new Set([...keys].filter((k) => map && Object.hasOwn(map, k))) : keys;
 }
 
 /** The parent's cached children by "group/Kind/namespace/name"; empty when a kind's cache is not ready. */
@@ -310,7 +335,9 @@ export async function reconcileChildren(
     const cached = cachedChildren?.get(key.slice(opts.fieldManager.length + 1));
     // A field dropped from the body changes the hash, a field someone else changed changes the cached
     // child, and a recreated child has another uid: each of those applies.
-    if (alreadyApplied(memo?.get(key), hash, body, cached)) {
+    const last = memo?.get(key);
+    if (alreadyApplied(last, hash, body, cached)) {
+      if (last && cached) forgetGone(last, cached);
       applied.push(structuredClone(cached) as KubeObject);
       continue;
     }
