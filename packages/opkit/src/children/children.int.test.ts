@@ -312,7 +312,7 @@ describe("reconcileChildren against opkit env", () => {
     assert.equal(spec?.minReadySeconds ?? 0, 0, "B's spec field applied away");
   });
 
-  it("with a cache, keys another process writes with the same field manager are applied away, also under kubernetes.io prefixes or after another manager's key of that name went", async (t) => {
+  it("with a cache, what another process writes with our field manager is applied away (a kubernetes.io annotation, a foreign key gone and back), another manager's keys are not", async (t) => {
     // B, a replica of the version before, applies with our field manager what A's body no longer states.
     // An apply of A's body removes it, so A must apply, though its last apply and cache look converged.
     const ns = await env.namespace("children-takeover");
@@ -340,7 +340,8 @@ describe("reconcileChildren against opkit env", () => {
       }) as KubeObject;
     const seen = async (o: KubeObject | undefined) =>
       cache.waitForResourceVersion(Ingresses, o?.metadata.resourceVersion ?? "", { timeoutMs: 30_000 });
-    const byA = async () => (await reconcileChildren(counting, parent, [ingress()], opts)).applied[0];
+    const byA = async (metadata?: Parameters<typeof ingress>[0]) =>
+      (await reconcileChildren(counting, parent, [ingress(metadata)], opts)).applied[0];
     const byB = async (metadata: Parameters<typeof ingress>[0]) =>
       seen(
         (await reconcileChildren(env.client, parent, [ingress(metadata)], { ...opts, cache: undefined }))
@@ -372,6 +373,25 @@ describe("reconcileChildren against opkit env", () => {
     await seen(await byA());
     assert.equal(applies, 4, "B's label is applied");
     assert.equal((await live()).labels?.team, undefined, "B's label applied away");
+
+    // A key A stated and another manager applied too (shared) stays when A's body stops stating it
+    // (SSA removes a key only when its last manager lets go): it is that manager's now, edits skipped.
+    const byX = async (labels: Record<string, string>) => {
+      const body = {
+        apiVersion: "networking.k8s.io/v1",
+        kind: "Ingress",
+        metadata: { name: "web", namespace: ns, labels },
+      };
+      await seen(await env.client.apply(body, { fieldManager: "x", force: true }));
+    };
+    await seen(await byA({ labels: { tier: "web" } }));
+    await byX({ tier: "web" });
+    await seen(await byA());
+    assert.equal((await live()).labels?.tier, "web", "the shared label stays");
+    await byX({ tier: "api" });
+    await byA();
+    assert.equal(applies, 6, "the other manager's edit of the label it kept is not applied");
+    assert.equal((await live()).labels?.tier, "api");
   });
 
   it("reports a Deployment child ready once its pods run", async () => {
