@@ -18,6 +18,7 @@ type ConfigMap = KubeObject & { data?: Record<string, string> };
 const ConfigMaps = kindRef<ConfigMap>("v1", "ConfigMap");
 const Deployments = kindRef<KubeObject>("apps/v1", "Deployment");
 const Secrets = kindRef<KubeObject>("v1", "Secret");
+const Ingresses = kindRef<KubeObject>("networking.k8s.io/v1", "Ingress");
 
 const cm = (name: string, data: Record<string, string> = { v: "1" }): ConfigMap => ({
   apiVersion: "v1",
@@ -309,6 +310,88 @@ describe("reconcileChildren against opkit env", () => {
     assert.equal(applies, before + 3);
     const spec = ((await live()) as KubeObject & { spec?: { minReadySeconds?: number } }).spec;
     assert.equal(spec?.minReadySeconds ?? 0, 0, "B's spec field applied away");
+  });
+
+  it("with a cache, what another process writes with our field manager is applied away (a kubernetes.io annotation, a foreign key gone and back), another manager's keys are not", async (t) => {
+    // B, a replica of the version before, applies with our field manager what A's body no longer states.
+    // An apply of A's body removes it, so A must apply, though its last apply and cache look converged.
+    const ns = await env.namespace("children-takeover");
+    const parent = await parentIn(ns);
+    let applies = 0;
+    const counting = await KubeClient.load({
+      kubeconfig: env.kubeconfigPath,
+      onRequest: (e) => void (e.method === "PATCH" && applies++),
+    });
+    t.after(() => counting.close());
+    const cache = new Cache(env.client, { namespace: ns });
+    t.after(() => cache.stop());
+    cache.informer(Ingresses);
+    cache.start();
+    await cache.waitForSync(30_000);
+    const opts = { fieldManager: "children-test", ownedKinds: [Ingresses], cache };
+    const ingress = (
+      metadata: { labels?: Record<string, string>; annotations?: Record<string, string> } = {},
+    ) =>
+      ({
+        apiVersion: "networking.k8s.io/v1",
+        kind: "Ingress",
+        metadata: { name: "web", ...metadata },
+        spec: { defaultBackend: { service: { name: "web", port: { number: 80 } } } },
+      }) as KubeObject;
+    const seen = async (o: KubeObject | undefined) =>
+      cache.waitForResourceVersion(Ingresses, o?.metadata.resourceVersion ?? "", { timeoutMs: 30_000 });
+    const byA = async (metadata?: Parameters<typeof ingress>[0]) =>
+      (await reconcileChildren(counting, parent, [ingress(metadata)], opts)).applied[0];
+    const byB = async (metadata: Parameters<typeof ingress>[0]) =>
+      seen(
+        (await reconcileChildren(env.client, parent, [ingress(metadata)], { ...opts, cache: undefined }))
+          .applied[0],
+      );
+    const byOther = async (metadata: object) =>
+      seen(await env.client.patch(Ingresses, "web", { metadata }, { namespace: ns, type: "merge" }));
+    const live = async () => (await env.client.get(Ingresses, "web", { namespace: ns })).metadata;
+
+    await seen(await byA());
+    assert.equal(applies, 1);
+
+    // An annotation under a subdomain of kubernetes.io is no control plane's: ingress-nginx reads it.
+    await byB({ annotations: { "nginx.ingress.kubernetes.io/rewrite-target": "/" } });
+    await seen(await byA());
+    assert.equal(applies, 2, "B's kubernetes.io annotation is applied");
+    assert.equal((await live()).annotations?.["nginx.ingress.kubernetes.io/rewrite-target"], undefined);
+
+    // Another manager's label: applied once when new, its edits and its removal are not applied.
+    await byOther({ labels: { team: "one" } });
+    await seen(await byA());
+    await byOther({ labels: { team: "two" } });
+    await byA();
+    await byOther({ labels: { team: null } });
+    await byA();
+    assert.equal(applies, 3, "a foreign label costs one apply, its edit and removal none");
+    // Gone, the key is nobody's: B's key of that name is new, not an edit of the other manager's value.
+    await byB({ labels: { team: "b" } });
+    await seen(await byA());
+    assert.equal(applies, 4, "B's label is applied");
+    assert.equal((await live()).labels?.team, undefined, "B's label applied away");
+
+    // A key A stated and another manager applied too (shared) stays when A's body stops stating it
+    // (SSA removes a key only when its last manager lets go): it is that manager's now, edits skipped.
+    const byX = async (labels: Record<string, string>) => {
+      const body = {
+        apiVersion: "networking.k8s.io/v1",
+        kind: "Ingress",
+        metadata: { name: "web", namespace: ns, labels },
+      };
+      await seen(await env.client.apply(body, { fieldManager: "x", force: true }));
+    };
+    await seen(await byA({ labels: { tier: "web" } }));
+    await byX({ tier: "web" });
+    await seen(await byA());
+    assert.equal((await live()).labels?.tier, "web", "the shared label stays");
+    await byX({ tier: "api" });
+    await byA();
+    assert.equal(applies, 6, "the other manager's edit of the label it kept is not applied");
+    assert.equal((await live()).labels?.tier, "api");
   });
 
   it("reports a Deployment child ready once its pods run", async () => {

@@ -118,25 +118,18 @@ interface AppliedRecord {
 interface ForeignKeys {
   labels: ReadonlySet<string>;
   annotations: ReadonlySet<string>;
-  /** Annotation keys the body states (a reserved one the body does not state is never ours). */
+  /** Annotation keys the body states (a control-plane one the body does not state is never ours). */
   stated: ReadonlySet<string>;
 }
 
 /**
- * Whether an annotation key is in a prefix Kubernetes reserves for its own components (kubernetes.io,
- * k8s.io and their subdomains), e.g. the Deployment controller's deployment.kubernetes.io/revision.
+ * Annotations the control plane writes onto an object it did not create, after its creation: the
+ * Deployment controller's revision appears right after our first apply of a Deployment. Only these, not
+ * every key under the kubernetes.io and k8s.io prefixes: operators and people write many of those
+ * (nginx.ingress.kubernetes.io/*, service.beta.kubernetes.io/*, kubectl.kubernetes.io/*), and one that
+ * another process writes with our field manager (a replica of the version before) must be applied away.
  */
-function reservedKey(key: string): boolean {
-  const slash = key.indexOf("/");
-  if (slash < 0) return false;
-  const prefix = key.slice(0, slash);
-  return (
-    prefix === "kubernetes.io" ||
-    prefix === "k8s.io" ||
-    prefix.endsWith(".kubernetes.io") ||
-    prefix.endsWith(".k8s.io")
-  );
-}
+const CONTROL_PLANE_ANNOTATIONS: ReadonlySet<string> = new Set(["deployment.kubernetes.io/revision"]);
 
 /** Children remembered per cache (field manager, kind and key → the last apply). */
 const APPLIED_MEMO_LIMIT = 100_000;
@@ -163,8 +156,8 @@ function foreignKeys(body: KubeObject, stored: KubeObject): ForeignKeys {
 /**
  * The metadata an apply of ours decides, as one string: labels and annotations less the keys another
  * manager held (their values are that manager's business; a foreign label edit must not cost a
- * re-apply) and less the reserved annotations the body does not state (the control plane's, as the
- * revision the Deployment controller adds after our first apply), owner references and finalizers. Any
+ * re-apply) and less the control plane's annotations the body does not state (the revision the
+ * Deployment controller adds after our first apply), owner references and finalizers. Any
  * other key nobody held at our last apply counts: it may be another process's apply with our field
  * manager, which our next apply removes.
  */
@@ -173,7 +166,7 @@ function metaOf(obj: ReadonlyKubeObject, foreign: ForeignKeys): string {
   // Entries, so that no map and a map of skipped keys only read the same.
   const labels = Object.entries(m.labels ?? {}).filter(([k]) => !foreign.labels.has(k));
   const annotations = Object.entries(m.annotations ?? {}).filter(
-    ([k]) => !foreign.annotations.has(k) && (foreign.stated.has(k) || !reservedKey(k)),
+    ([k]) => !foreign.annotations.has(k) && (foreign.stated.has(k) || !CONTROL_PLANE_ANNOTATIONS.has(k)),
   );
   return JSON.stringify([labels, annotations, m.ownerReferences, m.finalizers]);
 }
@@ -185,8 +178,10 @@ function metaOf(obj: ReadonlyKubeObject, foreign: ForeignKeys): string {
  * metadata but for the values of keys another manager held at our last apply) and still holds every
  * field of the body. Another writer's change, also one by another process with our field manager (a
  * replica of another version), fails one of these; a new foreign label costs one apply, after which its
- * edits are skipped (a key that changes hands from another manager to our field manager in another
- * process is the one case not seen until the body changes).
+ * edits are skipped, and once a reconcile saw it gone (forgetGone) it is new again. A key that changes
+ * hands from another manager to our field manager in another process between two reconciles (its value
+ * written over, or a key both held that the other manager lets go) is the one case not seen until
+ * something else makes us apply: without managedFields in the cache it reads as another manager's edit.
  */
 function alreadyApplied(
   last: AppliedRecord | undefined,
@@ -202,6 +197,29 @@ function alreadyApplied(
     metaOf(cached, last.foreign) === last.meta &&
     containsJson(body, cached)
   );
+}
+
+/**
+ * Forget the foreign keys the cached child no longer has: nobody holds a key that is gone, so when it
+ * comes back it is a new key, which costs one apply (it may be our field manager's, written by another
+ * process), not an edit of another manager's value.
+ */
+function forgetGone(last: AppliedRecord, cached: DeepReadonly<KubeObject>): void {
+  const labels = held(last.foreign.labels, cached.metadata.labels);
+  const annotations = held(last.foreign.annotations, cached.metadata.annotations);
+  if (labels !== last.foreign.labels || annotations !== last.foreign.annotations) {
+    last.foreign = { ...last.foreign, labels, annotations };
+  }
+}
+
+/** The keys `map` still has: `keys` itself when it has all (the common case allocates nothing). */
+function held(
+  keys: ReadonlySet<string>,
+  map: Readonly<Record<string, string>> | undefined,
+): ReadonlySet<string> {
+  let gone = false;
+  for (const k of keys) gone ||= !map || !Object.hasOwn(map, k);
+  return gone ? new Set([...keys].filter((k) => map && Object.hasOwn(map, k))) : keys;
 }
 
 /** The parent's cached children by "group/Kind/namespace/name"; empty when a kind's cache is not ready. */
@@ -317,7 +335,9 @@ export async function reconcileChildren(
     const cached = cachedChildren?.get(key.slice(opts.fieldManager.length + 1));
     // A field dropped from the body changes the hash, a field someone else changed changes the cached
     // child, and a recreated child has another uid: each of those applies.
-    if (alreadyApplied(memo?.get(key), hash, body, cached)) {
+    const last = memo?.get(key);
+    if (alreadyApplied(last, hash, body, cached)) {
+      if (last && cached) forgetGone(last, cached);
       applied.push(structuredClone(cached) as KubeObject);
       continue;
     }
