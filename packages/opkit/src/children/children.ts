@@ -11,6 +11,7 @@ import { OWNER_INDEX } from "../cache/store.ts";
 import type { KubeClient } from "../client/client.ts";
 import { ConflictError, NotFoundError } from "../client/errors.ts";
 import {
+  deepCopy,
   groupOf,
   objectKey,
   type DeepReadonly,
@@ -338,7 +339,7 @@ export async function reconcileChildren(
     const last = memo?.get(key);
     if (alreadyApplied(last, hash, body, cached)) {
       if (last && cached) forgetGone(last, cached);
-      applied.push(structuredClone(cached) as KubeObject);
+      applied.push(deepCopy(cached) as KubeObject);
       continue;
     }
     const stored = await client.apply(body, { fieldManager: opts.fieldManager, force: opts.force ?? true });
