@@ -113,7 +113,10 @@ describe("streamed list decode against opkit env", () => {
     lists = 0;
     cache.start();
     // Up to 90 s: over HTTP/2 a body whose connection was reset while its reader was busy sometimes
-    // never errors (undici), and only the request's 60 s body timeout ends the cut list (~1 run in 4 here).
+    // never errors, and only the request's 60 s body timeout ends the cut list. The cause is in Node: a
+    // WINDOW_UPDATE write that fails at once with ECONNRESET leaves the TLS socket thinking a write is still
+    // in progress, and the HTTP/2 session stops reading while a write is in progress, so it never sees the
+    // reset (scripts/probe-h2-reset-stall.ts measures it and explains the mechanism).
     await cache.waitForSync(90_000);
     assert.ok(lists >= 2, `the cut list was followed by another (${lists} lists)`);
     assert.equal(informer.list().length, total);
