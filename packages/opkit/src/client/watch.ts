@@ -26,22 +26,27 @@ export async function* parseWatchStream<T extends KubeObject>(
 ): AsyncGenerator<WatchEvent<T>> {
   const omit = opts.omitManagedFields ?? false;
   const decoder = new StringDecoder("utf8");
-  let buffered = "";
+  // The start of a line that has not ended yet, as the chunks' pieces: each chunk is searched once and the
+  // pieces joined once when the line ends. Appending to one string and searching it from its start at every
+  // chunk was quadratic in a line's size (an object of 2 MiB in 16 KiB chunks: 0.3 s per event).
+  let pending: string[] = [];
   for await (const chunk of typedErrors(body, request, signal)) {
-    buffered += typeof chunk === "string" ? chunk : decoder.write(chunk as Buffer);
-    // Walk the lines by index and cut the buffer once per chunk: slicing after every line would copy the
-    // rest of a large chunk (an initial list of thousands of objects) once per object.
+    const text = typeof chunk === "string" ? chunk : decoder.write(chunk as Buffer);
+    // Walk the lines by index: slicing the rest after every line would copy the rest of a large chunk (an
+    // initial list of thousands of objects) once per object.
     let start = 0;
     let nl: number;
-    while ((nl = buffered.indexOf("\n", start)) >= 0) {
-      const line = buffered.slice(start, nl).trim();
+    while ((nl = text.indexOf("\n", start)) >= 0) {
+      const piece = text.slice(start, nl);
+      const line = (pending.length > 0 ? pending.join("") + piece : piece).trim();
+      pending = [];
       start = nl + 1;
       if (line) yield decodeEvent<T>(omit ? withoutManagedFields(line) : line, request);
     }
-    buffered = buffered.slice(start);
+    if (start < text.length) pending.push(start > 0 ? text.slice(start) : text);
   }
-  buffered += decoder.end();
-  const rest = buffered.trim();
+  pending.push(decoder.end());
+  const rest = pending.join("").trim();
   if (rest) yield decodeEvent<T>(omit ? withoutManagedFields(rest) : rest, request);
 }
 
