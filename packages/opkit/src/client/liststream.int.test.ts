@@ -127,4 +127,33 @@ describe("streamed list decode against opkit env", () => {
     );
     assert.equal(adds.size, total);
   });
+
+  it("a list body silent past its idle timeout drops the connection: the next request does not wait on it", async (t) => {
+    // A frozen connection stands for one that can neither read nor write any more, as after Node's
+    // stuck write (scripts/probe-h2-reset-stall.ts): nothing but the body timeout notices it.
+    const { proxy, kubeConfig } = await env.apiserverProxy();
+    const client = await KubeClient.fromConfig(kubeConfig);
+    t.after(async () => {
+      await client.close();
+      await proxy.close();
+    });
+    let chunks = 0;
+    const started = performance.now();
+    await assert.rejects(
+      client.transport.request(
+        { method: "GET", path: `/api/v1/namespaces/${ns}/configmaps`, idleTimeoutMs: 2_000 },
+        async (body) => {
+          for await (const _chunk of body) if (++chunks === 2) proxy.freezeAll();
+        },
+      ),
+      ConnectionError,
+    );
+    assert.ok(performance.now() - started >= 2_000, "ended by the idle timeout");
+    // Without dropping the connection, the next request waited for undici's probe of it (the idle timeout
+    // again), and on a connection stuck as above, for its own timeout too.
+    const next = performance.now();
+    await client.get(ConfigMaps, names[0]!, { namespace: ns });
+    const ms = performance.now() - next;
+    assert.ok(ms < 1_000, `the next request took ${ms.toFixed(0)} ms`);
+  });
 });
