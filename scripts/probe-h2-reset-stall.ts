@@ -15,7 +15,8 @@
  * completes; meanwhile Http2Session stops reading while a write is in progress (MaybeStopReading), so the
  * ECONNRESET a read would report is never seen either. No 'error' or 'close' reaches the session, socket
  * or stream; a PING is queued behind the stuck write. Only a timer ends it: the request's body timeout
- * (opkit's idle timeout, 60 s for a list), after which undici's probe PING times out and drops the session.
+ * (opkit's idle timeout, 60 s for a list), on which opkit drops the connections (else the next request
+ * waited for undici's probe PING of the stuck session, one more idle timeout).
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { KubeClient, kindRef, type KubeObject } from "opkit";
