@@ -113,7 +113,10 @@ describe("streamed list decode against opkit env", () => {
     lists = 0;
     cache.start();
     // Up to 90 s: over HTTP/2 a body whose connection was reset while its reader was busy sometimes
-    // never errors (undici), and only the request's 60 s body timeout ends the cut list (~1 run in 4 here).
+    // never errors, and only the request's 60 s body timeout ends the cut list. The cause is in Node: a
+    // WINDOW_UPDATE write that fails at once with ECONNRESET leaves the TLS socket thinking a write is still
+    // in progress, and the HTTP/2 session stops reading while a write is in progress, so it never sees the
+    // reset (scripts/probe-h2-reset-stall.ts measures it and explains the mechanism).
     await cache.waitForSync(90_000);
     assert.ok(lists >= 2, `the cut list was followed by another (${lists} lists)`);
     assert.equal(informer.list().length, total);
@@ -123,5 +126,34 @@ describe("streamed list decode against opkit env", () => {
       "each object added once",
     );
     assert.equal(adds.size, total);
+  });
+
+  it("a list body silent past its idle timeout drops the connection: the next request does not wait on it", async (t) => {
+    // A frozen connection stands for one that can neither read nor write any more, as after Node's
+    // stuck write (scripts/probe-h2-reset-stall.ts): nothing but the body timeout notices it.
+    const { proxy, kubeConfig } = await env.apiserverProxy();
+    const client = await KubeClient.fromConfig(kubeConfig);
+    t.after(async () => {
+      await client.close();
+      await proxy.close();
+    });
+    let chunks = 0;
+    const started = performance.now();
+    await assert.rejects(
+      client.transport.request(
+        { method: "GET", path: `/api/v1/namespaces/${ns}/configmaps`, idleTimeoutMs: 2_000 },
+        async (body) => {
+          for await (const _chunk of body) if (++chunks === 2) proxy.freezeAll();
+        },
+      ),
+      ConnectionError,
+    );
+    assert.ok(performance.now() - started >= 2_000, "ended by the idle timeout");
+    // Without dropping the connection, the next request waited for undici's probe of it (the idle timeout
+    // again), and on a connection stuck as above, for its own timeout too.
+    const next = performance.now();
+    await client.get(ConfigMaps, names[0]!, { namespace: ns });
+    const ms = performance.now() - next;
+    assert.ok(ms < 1_000, `the next request took ${ms.toFixed(0)} ms`);
   });
 });

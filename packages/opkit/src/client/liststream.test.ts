@@ -83,6 +83,18 @@ describe("parseListBody", () => {
     assert.deepEqual((await parse(body, 7)).items, items);
   });
 
+  it("omitManagedFields leaves an item's field whose key only ends in `\"metadata` alone", async () => {
+    // A custom resource with a root schema that keeps unknown fields: a real API server sends these keys.
+    const items = [
+      { apiVersion: "v", metadata: { name: "a", managedFields: [1] }, 'z"metadata': { managedFields: [2] } },
+    ];
+    const body = JSON.stringify({ kind: "WidgetList", metadata: {}, items });
+    const got = await parse(body, 7, true);
+    assert.deepEqual(got.items, [
+      { apiVersion: "v", metadata: { name: "a" }, 'z"metadata': { managedFields: [2] } },
+    ]);
+  });
+
   it("rejects what is not a complete JSON object", async () => {
     await assert.rejects(parse('{"items":[{"a":1}', 3), SyntaxError);
     await assert.rejects(parse('[{"a":1}]', 3), SyntaxError);

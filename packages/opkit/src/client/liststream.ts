@@ -185,7 +185,11 @@ class ListScanner {
 
   /** A `{` or `[` at `at` opened level 4 (a member of an item) or 5 (a member of that): metadata, managedFields. */
   private openInItem(c: number, depth: number, at: number): void {
-    if (depth === 4) this.inMetadata = c === OPEN_BRACE && this.endsWith(at, '"metadata":');
+    // The key must start a member (after `{` or `,`): in `"z\"metadata":` the quote is escaped, and the
+    // field is the custom resource's own.
+    if (depth === 4)
+      this.inMetadata =
+        c === OPEN_BRACE && (this.endsWith(at, ',"metadata":') || this.endsWith(at, '{"metadata":'));
     else if (this.inMetadata && c === OPEN_BRACKET && this.endsWith(at, '"managedFields":')) {
       this.cutFrom = at - 16;
       this.cutTo = -1;

@@ -398,8 +398,10 @@ export class Transport {
       let text: string;
       let retryAfterSeconds: number | undefined;
       let authState: number;
+      let dispatcher: Dispatcher | undefined;
       try {
         const sent = await this.send(opts, info);
+        dispatcher = this.dispatcher;
         const res = sent.res;
         authState = sent.authState;
         code = res.statusCode;
@@ -410,6 +412,10 @@ export class Transport {
         }
         text = await this.readBody(res, opts.signal, info);
       } catch (err) {
+        // An answer silent past its idle timeout is on a dead connection, as a watch's is (see `stream`):
+        // stop reusing it, or the next request waits for undici's probe of it (the idle timeout again).
+        if (err instanceof ConnectionError && isTimeout(err.cause) && dispatcher)
+          this.resetConnections(dispatcher);
         if (
           consuming ||
           !(err instanceof ConnectionError) ||
