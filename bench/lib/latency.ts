@@ -96,6 +96,16 @@ async function oneRun(
       });
     }
     await new Promise((r) => setTimeout(r, 2000)); // let the Deployment controller's writes settle
+    // And the operator's reconciles of them (each logs a line per reconcile): on a busy env, the warm-up's
+    // reconciles could otherwise still be queued when the stream starts.
+    // Quiet: no new line for a second (at most 30 s).
+    const quietBy = Date.now() + 30_000;
+    let seen = p.lines.length;
+    for (let still = 0; still < 5 && Date.now() < quietBy;) {
+      await new Promise((r) => setTimeout(r, 200));
+      still = p.lines.length === seen ? still + 1 : 0;
+      seen = p.lines.length;
+    }
     const before = await apiserverMetrics(o.kubeconfig);
     const total = Math.round(o.rate * o.seconds);
     const mark = Date.now();
