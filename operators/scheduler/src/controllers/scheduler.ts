@@ -35,10 +35,10 @@ interface Binding extends KubeObject {
 /**
  * Reconciles (so bindings) in flight at once. A binding is a round trip of ~50-300 ms and a decision well
  * under a millisecond, so the rate is this many over the binding's latency: on an idle 2-core env, 16 bound
- * ~95 pods/s and 64 ~142 (kube-scheduler, which binds without a limit, ~180). On a saturated apiserver more
- * in flight only lengthens each binding.
+ * ~95 pods/s, 64 ~104-142 and 128 ~145-179 (kube-scheduler, which binds without a limit, ~130-230 in the
+ * same runs). On a saturated apiserver more in flight only lengthens each binding.
  */
-export const BINDING_WORKERS = 64;
+export const BINDING_WORKERS = 128;
 
 /** kube-scheduler's Event reasons. */
 const FAILED_SCHEDULING = "FailedScheduling";
