@@ -9,13 +9,16 @@
  */
 import { StringDecoder } from "node:string_decoder";
 
-const QUOTE = 34;
-const BACKSLASH = 92;
-const COMMA = 44;
-const OPEN_BRACE = 123;
-const CLOSE_BRACE = 125;
-const OPEN_BRACKET = 91;
-const CLOSE_BRACKET = 93;
+import {
+  BACKSLASH,
+  CLOSE_BRACE,
+  CLOSE_BRACKET,
+  COMMA,
+  OPEN_BRACE,
+  OPEN_BRACKET,
+  QUOTE,
+  withoutMember,
+} from "./jsontext.ts";
 
 /** `"items":` (whitespace allowed around the colon): the member whose array is streamed. */
 const ITEMS_KEY = /^\s*"items"\s*:\s*$/;
@@ -199,16 +202,12 @@ class ListScanner {
   /** The text of the item that ends before `end`, without its managedFields member when one was found. */
   private itemText(end: number): string {
     const text = this.captured(this.itemStart, end);
-    let from = this.cutFrom - this.itemStart;
-    let to = this.cutTo - this.itemStart;
+    const from = this.cutFrom - this.itemStart;
+    const to = this.cutTo - this.itemStart;
     const cut = this.cutFrom >= 0 && this.cutTo >= 0;
     this.cutFrom = this.cutTo = -1;
     this.inMetadata = false;
-    if (!cut) return text;
-    // Drop one comma with the member: the one before it, or after it when it came first.
-    if (text.charCodeAt(from - 1) === COMMA) from--;
-    else if (text.charCodeAt(to) === COMMA) to++;
-    return text.slice(0, from) + text.slice(to);
+    return cut ? withoutMember(text, from, to) : text;
   }
 
   /** A `{` or `[` at `at` opened nesting level 1 (the list) or 2 (a member's value). */

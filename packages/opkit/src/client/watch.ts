@@ -12,6 +12,16 @@ import {
   isStatus,
   type RequestInfo,
 } from "./errors.ts";
+import {
+  BACKSLASH,
+  CLOSE_BRACE,
+  CLOSE_BRACKET,
+  COMMA,
+  OPEN_BRACE,
+  OPEN_BRACKET,
+  QUOTE,
+  withoutMember,
+} from "./jsontext.ts";
 import type { KubeObject, WatchEvent } from "./types.ts";
 
 /**
@@ -59,13 +69,6 @@ function decodeEvent<T extends KubeObject>(line: string, request: RequestInfo): 
   return event as WatchEvent<T>;
 }
 
-const QUOTE = 34;
-const BACKSLASH = 92;
-const COMMA = 44;
-const OPEN_BRACE = 123;
-const OPEN_BRACKET = 91;
-const CLOSE_BRACE = 125;
-const CLOSE_BRACKET = 93;
 const MANAGED_FIELDS = '"managedFields":[';
 
 /**
@@ -128,11 +131,7 @@ export function withoutManagedFields(text: string): string {
   // Compact JSON only (as the API server writes it): the member is followed by `,` or `}`. A second
   // member of that name (a duplicate key, which JSON.parse resolves to the last) is not cut either.
   if ((next !== COMMA && next !== CLOSE_BRACE) || text.includes(MANAGED_FIELDS, end)) return text;
-  // Drop one comma with the member: the one before it, or after it when it came first.
-  let from = at;
-  if (text.charCodeAt(from - 1) === COMMA) from--;
-  else if (next === COMMA) end++;
-  return text.slice(0, from) + text.slice(end);
+  return withoutMember(text, at, end);
 }
 
 /**
