@@ -90,6 +90,14 @@ export interface ObservableInformer {
   received?: number;
 }
 
+/**
+ * How often nodejs_eventloop_lag_* samples the event loop. prom-client's default, 10 ms, wakes an idle
+ * operator 100 times a second: 8 ms of CPU per second, its whole idle cost (about 7% of its CPU while
+ * 300 AppServices converge). At 100 ms a stall is still seen in the histogram when it covers a sample,
+ * for 0.9 ms of CPU per second.
+ */
+const EVENT_LOOP_SAMPLE_MS = 100;
+
 /** Options of a `Metrics` registry. */
 export interface MetricsOptions {
   /** Register Node's process_* and nodejs_* metrics (default true). */
@@ -167,7 +175,8 @@ export class Metrics {
     this.registry = new Registry();
     this.clock = options.clock ?? realClock;
     const registers = [this.registry];
-    if (options.processMetrics ?? true) collectDefaultMetrics({ register: this.registry });
+    if (options.processMetrics ?? true)
+      collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
 
     this.reconcileTotal = new Counter({
       name: "controller_runtime_reconcile_total",
