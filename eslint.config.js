@@ -34,6 +34,21 @@ export default tseslint.config(
       "@typescript-eslint/no-explicit-any": "error",
       "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
       "@typescript-eslint/consistent-type-imports": "error",
+      // TypeBox's `Type` namespace (the default export or `{ Type }`) keeps all of TypeBox, its type-script
+      // parser included, in an operator's bundle: ~200 KB and ~25 ms of start-up CPU. `import * as Type
+      // from "typebox/type"` gives the same builders, and the bundler keeps only those used (~17 KB).
+      "no-restricted-syntax": [
+        "error",
+        ...[
+          'ImportDeclaration[source.value="typebox"][importKind="value"] > ImportDefaultSpecifier',
+          'ImportDeclaration[source.value="typebox"][importKind="value"] > ImportNamespaceSpecifier',
+          'ImportDeclaration[source.value="typebox"] > ImportSpecifier[imported.name="Type"][importKind="value"]',
+        ].map((selector) => ({
+          selector,
+          message:
+            'import * as Type from "typebox/type" (TypeBox\'s Type namespace keeps all of TypeBox in the bundle); types from "typebox" stay as they are',
+        })),
+      ],
       // Fakes implement async interfaces without awaiting anything; that is not a defect.
       "@typescript-eslint/require-await": "off",
       // node:test's describe/it/test return promises the runner tracks itself.

@@ -14,7 +14,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import fc from "fast-check";
-import { Type } from "typebox";
+import * as Type from "typebox/type";
 import {
   WebhookServer,
   conversion,

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { parseAllDocuments } from "yaml";
-import { Type } from "typebox";
+import * as Type from "typebox/type";
 import { defineKind, defineOperator } from "opkit";
 import { kindsOf, selectKinds } from "./commands/crd.ts";
 

@@ -121,7 +121,7 @@ package.json): opkit is not in the npm registry yet. Commit it; \`npm ci\` and t
 
 export function kindTs(k: KindVars): string {
   return `/** ${k.kind}: the ${k.fullGroup}/${k.version} API, defined once — types, validation and the CRD come from here. */
-import { Type } from "typebox";
+import * as Type from "typebox/type";
 import { conditions, defineKind, type ObjectOf } from "opkit";
 
 export const ${k.kind} = defineKind({

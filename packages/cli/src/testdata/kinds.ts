@@ -1,5 +1,5 @@
 /** Kinds for the `opkit generate crd` tests: two versions of one kind grouped, one alone, and a non-kind. */
-import { Type } from "typebox";
+import * as Type from "typebox/type";
 import { defineKind, defineKindVersions } from "opkit";
 
 export const WidgetV1alpha1 = defineKind({

@@ -4,7 +4,8 @@
  * generator copies verbatim (TypeBox ignores unknown keywords when it validates, so runtime checks keep
  * working). Plain JSON Schema constraints (minimum, maxLength, pattern, format, ...) are TypeBox options.
  */
-import Type, { type Static, type TSchema, type TUnsafe } from "typebox";
+import * as Type from "typebox/type";
+import { type Static, type TSchema, type TUnsafe } from "typebox";
 
 /** A CEL rule (`x-kubernetes-validations`): `self` is the value of the node the rule is attached to. */
 export interface CelRule {

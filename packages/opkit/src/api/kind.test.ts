@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import Type from "typebox";
+import * as Type from "typebox/type";
 import fc from "fast-check";
 import {
   defineKind,

@@ -6,7 +6,8 @@
  */
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import Type, { type Static, type TSchema } from "typebox";
+import * as Type from "typebox/type";
+import { type Static, type TSchema } from "typebox";
 import { Value } from "typebox/value";
 import type { Deployment, Pod, PolicyRule, Service } from "../client/builtins.ts";
 import { crdFor } from "../generate/crd.ts";

@@ -22,7 +22,7 @@ import {
 import { kindRef, type KubeObject } from "./types.ts";
 import { Deployments, type Deployment } from "./builtins.ts";
 import { useTestEnv, type TestEnv } from "../testenv/testing.ts";
-import Type from "typebox";
+import * as Type from "typebox/type";
 import { defineKind } from "../api/kind.ts";
 import { crdFor } from "../generate/crd.ts";
 

@@ -12,7 +12,7 @@ import { kindRef, type KubeObject } from "../client/types.ts";
 import { applyOwned } from "../helpers/apply.ts";
 import { manageError, manageSuccess, RetryTracker } from "../helpers/errors.ts";
 import { getCondition } from "../helpers/conditions.ts";
-import Type from "typebox";
+import * as Type from "typebox/type";
 import { defineKind, type ObjectOf } from "../api/kind.ts";
 import { conditions } from "../api/k8s.ts";
 import { crdFor } from "../generate/crd.ts";

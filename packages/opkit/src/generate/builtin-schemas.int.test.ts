@@ -10,7 +10,7 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import Type from "typebox";
+import * as Type from "typebox/type";
 import { defineKind, type KindDefinition, type ObjectOf } from "../api/kind.ts";
 import { conditions, listType, withoutDescriptions } from "../api/k8s.ts";
 import * as schemas from "../api/schemas/index.ts";

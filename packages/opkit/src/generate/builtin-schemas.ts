@@ -530,7 +530,7 @@ class SchemaFile extends GvFile {
       ...(this.usesDescribed ? ["described"] : []),
     ];
     const imports = [
-      'import Type from "typebox";',
+      'import * as Type from "typebox/type";',
       ...(helpers.length > 0 ? [`import { ${helpers.join(", ")} } from "../../k8s.ts";`] : []),
       `import type * as T from "../../../${MODELS_DIR}/${this.pkg.group}/${this.pkg.version}.ts";`,
       ...[...this.imports.values()]

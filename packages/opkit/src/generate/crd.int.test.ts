@@ -7,7 +7,7 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
-import Type from "typebox";
+import * as Type from "typebox/type";
 import { defineKind, type ObjectOf } from "../api/kind.ts";
 import { intOrString, listType } from "../api/k8s.ts";
 import { InvalidError } from "../client/errors.ts";

@@ -1,6 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import Type, { type TSchema } from "typebox";
+import * as Type from "typebox/type";
+import { type TSchema } from "typebox";
 import { parse } from "yaml";
 import { defineKind, defineKindVersions } from "../api/kind.ts";
 import {

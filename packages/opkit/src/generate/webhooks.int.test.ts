@@ -15,7 +15,7 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parse, parseAllDocuments } from "yaml";
-import { Type } from "typebox";
+import * as Type from "typebox/type";
 import {
   conversion,
   defaulter,

@@ -5,7 +5,7 @@ import { DEFAULT_HEALTH_PORT, DEFAULT_METRICS_PORT } from "../manager/server.ts"
 import { DEFAULT_WEBHOOK_PORT } from "../webhook/server.ts";
 
 const PORTS = { metrics: DEFAULT_METRICS_PORT, health: DEFAULT_HEALTH_PORT, webhook: DEFAULT_WEBHOOK_PORT };
-import { Type } from "typebox";
+import * as Type from "typebox/type";
 import { conversion, defineKind, validator, webhookConfigurations, type KubeObject } from "../index.ts";
 import {
   crdsFor,

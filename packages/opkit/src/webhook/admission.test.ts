@@ -3,7 +3,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import jsonpatch from "fast-json-patch";
-import { Type } from "typebox";
+import * as Type from "typebox/type";
 import { defineKind, type KubeObject } from "../index.ts";
 import { FakeClock } from "../clock/index.ts";
 import {

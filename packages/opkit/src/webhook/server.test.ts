@@ -10,7 +10,7 @@ import { connect } from "node:tls";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Type } from "typebox";
+import * as Type from "typebox/type";
 import { defineKind } from "../index.ts";
 import { createLogger } from "../logging/index.ts";
 import { Metrics } from "../metrics/index.ts";

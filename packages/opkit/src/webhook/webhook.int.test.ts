@@ -10,7 +10,7 @@ import { spawn } from "node:child_process";
 import { X509Certificate } from "node:crypto";
 import { connect } from "node:tls";
 import { join } from "node:path";
-import { Type } from "typebox";
+import * as Type from "typebox/type";
 import { Manager, controller, defineKind, generationChanged, kindRef, type KubeObject } from "../index.ts";
 import { crdFor } from "../generate/index.ts";
 import { binDir, eventually, useTestEnv, type TestEnv } from "../testenv/index.ts";

@@ -7,7 +7,7 @@
  * schema, deprecated, with a warning naming `v1alpha1`: the book's manifests apply unchanged and their
  * user learns how to fix them. Both names are one resource; objects are stored and read as v1alpha1.
  */
-import { Type } from "typebox";
+import * as Type from "typebox/type";
 import { cel, conditions, defineKind, stringEnum, type ObjectOf } from "opkit";
 
 export const GROUP = "tenancy.acme.com";

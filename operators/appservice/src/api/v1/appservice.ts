@@ -4,7 +4,7 @@
  * Deployment's (replicas, ready, available, updated) next to the AppService's own observedGeneration
  * and conditions.
  */
-import { Type } from "typebox";
+import * as Type from "typebox/type";
 import { conditions, defineKind, listType, type ObjectOf } from "opkit";
 import * as corev1 from "opkit/schemas/core/v1";
 

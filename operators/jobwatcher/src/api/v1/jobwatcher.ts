@@ -7,7 +7,7 @@
  * ClusterJobWatcher covers namespaces by pattern; only those allowed to create cluster-scoped objects can
  * make one.
  */
-import { Type } from "typebox";
+import * as Type from "typebox/type";
 import { cel, conditions, defineKind, type ObjectOf } from "opkit";
 
 /** A TTL of ten years is as good as never; the bound keeps the arithmetic far from overflow. */

@@ -2,7 +2,7 @@
  * Memcached (cache.example.com/v1alpha1, namespaced): seed 003's resource, defined once. `spec.size` is
  * how many memcached pods run; `status.nodes` lists their names, sorted.
  */
-import { Type } from "typebox";
+import * as Type from "typebox/type";
 import { conditions, defineKind, type ObjectOf } from "opkit";
 
 export const MAX_SIZE = 50;

@@ -4,7 +4,7 @@
  * (those three required) and `webAppReplicas` (default 2) — and the status keeps the seed's `created`
  * flag next to a condition per child and the overall Ready.
  */
-import { Type } from "typebox";
+import * as Type from "typebox/type";
 import { conditions, defineKind, stringEnum, type ObjectOf } from "opkit";
 
 /** The tiers of the seed; each chooses resources, storage and the log level (see src/tiers.ts). */

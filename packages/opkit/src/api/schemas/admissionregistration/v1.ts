@@ -4,7 +4,7 @@
  * TypeBox schemas of the admissionregistration/v1 API types (k8s.io/api/admissionregistration/v1), for use inside
  * `defineKind`. Each constant's static type is the interface of the same name.
  */
-import Type from "typebox";
+import * as Type from "typebox/type";
 import { described } from "../../k8s.ts";
 import type * as T from "../../../client/models/admissionregistration/v1.ts";
 import * as metav1 from "../meta/v1.ts";

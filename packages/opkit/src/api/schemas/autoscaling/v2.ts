@@ -4,7 +4,7 @@
  * TypeBox schemas of the autoscaling/v2 API types (k8s.io/api/autoscaling/v2), for use inside
  * `defineKind`. Each constant's static type is the interface of the same name.
  */
-import Type from "typebox";
+import * as Type from "typebox/type";
 import { quantity, described } from "../../k8s.ts";
 import type * as T from "../../../client/models/autoscaling/v2.ts";
 import * as metav1 from "../meta/v1.ts";

@@ -4,7 +4,7 @@
  * TypeBox schemas of the batch/v1 API types (k8s.io/api/batch/v1), for use inside
  * `defineKind`. Each constant's static type is the interface of the same name.
  */
-import Type from "typebox";
+import * as Type from "typebox/type";
 import { described } from "../../k8s.ts";
 import type * as T from "../../../client/models/batch/v1.ts";
 import * as corev1 from "../core/v1.ts";

@@ -4,7 +4,7 @@
  * TypeBox schemas of the meta/v1 API types (k8s.io/apimachinery/pkg/apis/meta/v1), for use inside
  * `defineKind`. Each constant's static type is the interface of the same name.
  */
-import Type from "typebox";
+import * as Type from "typebox/type";
 import { intOrString, quantity, described } from "../../k8s.ts";
 import type * as T from "../../../client/models/meta/v1.ts";
 

@@ -4,7 +4,7 @@
  * TypeBox schemas of the storage/v1 API types (k8s.io/api/storage/v1), for use inside
  * `defineKind`. Each constant's static type is the interface of the same name.
  */
-import Type from "typebox";
+import * as Type from "typebox/type";
 import { quantity, described } from "../../k8s.ts";
 import type * as T from "../../../client/models/storage/v1.ts";
 import * as corev1 from "../core/v1.ts";
