@@ -20,7 +20,7 @@
  * reconcile's queue wait since the key's first add (the value behind workqueue_queue_duration_seconds)
  * in its "reconcile done" line. Both start at the event handler, after the watch event was decoded.
  */
-import { writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { kindRef } from "opkit";
 import { adminClient, apiserverMetrics, appService, ensureNamespace, pool } from "./cluster.ts";
@@ -165,7 +165,10 @@ async function oneRun(
     const waits = reconcileWaits(p.lines, mark);
     // BENCH_LOG_DIR keeps each run's operator log, to see where a long wait came from.
     const logDir = process.env.BENCH_LOG_DIR;
-    if (logDir) writeFileSync(join(logDir, `latency-${impl}-${run}.log`), p.lines.join("\n") + "\n");
+    if (logDir) {
+      mkdirSync(logDir, { recursive: true });
+      writeFileSync(join(logDir, `latency-${impl}-${run}.log`), p.lines.join("\n") + "\n");
+    }
     const res: Run = {
       p50: percentile(waits, 50),
       p99: percentile(waits, 99),
