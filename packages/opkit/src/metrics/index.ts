@@ -7,7 +7,19 @@
  * The queue, the client and leader election know nothing of prom-client; they report through plain
  * callbacks, and the adapters here turn those into metric updates.
  */
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+// The deep files' types, also for programs that compile this file from source (the operators, with the
+// opkit-source condition); a .d.ts of ambient modules cannot be imported.
+// eslint-disable-next-line @typescript-eslint/triple-slash-reference
+/// <reference path="./prom-client-parts.d.ts" />
+import type { Counter, Gauge, Histogram, Registry } from "prom-client";
+// prom-client's files one by one: its index also loads the Summary (with tdigest), the Pushgateway (with
+// node:https and node:zlib) and the cluster aggregator (node:cluster), which opkit never uses, for ~7 ms
+// of every operator's start-up CPU. Same modules, so a user's metrics from "prom-client" register here.
+import CounterImpl from "prom-client/lib/counter.js";
+import GaugeImpl from "prom-client/lib/gauge.js";
+import HistogramImpl from "prom-client/lib/histogram.js";
+import RegistryImpl from "prom-client/lib/registry.js";
+import collectDefaultMetrics from "prom-client/lib/defaultMetrics.js";
 import { realClock, type Clock } from "../clock/index.ts";
 import type { RequestEvent } from "../client/transport.ts";
 import type { QueueMetrics } from "../queue/workqueue.ts";
@@ -172,82 +184,82 @@ export class Metrics {
   private readonly received: Counter<InformerLabels>;
 
   constructor(options: MetricsOptions = {}) {
-    this.registry = new Registry();
+    this.registry = new RegistryImpl();
     this.clock = options.clock ?? realClock;
     const registers = [this.registry];
     if (options.processMetrics ?? true)
       collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
 
-    this.reconcileTotal = new Counter({
+    this.reconcileTotal = new CounterImpl({
       name: "controller_runtime_reconcile_total",
       help: "Total number of reconciliations per controller",
       labelNames: ["controller", "result"],
       registers,
     });
-    this.reconcileErrors = new Counter({
+    this.reconcileErrors = new CounterImpl({
       name: "controller_runtime_reconcile_errors_total",
       help: "Total number of reconciliation errors per controller",
       labelNames: ["controller"],
       registers,
     });
-    this.terminalErrors = new Counter({
+    this.terminalErrors = new CounterImpl({
       name: "controller_runtime_terminal_reconcile_errors_total",
       help: "Total number of terminal reconciliation errors per controller",
       labelNames: ["controller"],
       registers,
     });
-    this.panics = new Counter({
+    this.panics = new CounterImpl({
       name: "controller_runtime_reconcile_panics_total",
       help: "Total number of reconciliation panics per controller",
       labelNames: ["controller"],
       registers,
     });
-    this.reconcileTime = new Histogram({
+    this.reconcileTime = new HistogramImpl({
       name: "controller_runtime_reconcile_time_seconds",
       help: "Length of time per reconciliation per controller",
       labelNames: ["controller"],
       buckets: RECONCILE_BUCKETS,
       registers,
     });
-    this.maxConcurrent = new Gauge({
+    this.maxConcurrent = new GaugeImpl({
       name: "controller_runtime_max_concurrent_reconciles",
       help: "Maximum number of concurrent reconciles per controller",
       labelNames: ["controller"],
       registers,
     });
-    this.activeWorkers = new Gauge({
+    this.activeWorkers = new GaugeImpl({
       name: "controller_runtime_active_workers",
       help: "Number of currently used workers per controller",
       labelNames: ["controller"],
       registers,
     });
 
-    this.depth = new Gauge({
+    this.depth = new GaugeImpl({
       name: "workqueue_depth",
       help: "Current depth of workqueue",
       labelNames: ["name", "controller"],
       registers,
     });
-    this.adds = new Counter({
+    this.adds = new CounterImpl({
       name: "workqueue_adds_total",
       help: "Total number of adds handled by workqueue",
       labelNames: ["name", "controller"],
       registers,
     });
-    this.retries = new Counter({
+    this.retries = new CounterImpl({
       name: "workqueue_retries_total",
       help: "Total number of retries handled by workqueue",
       labelNames: ["name", "controller"],
       registers,
     });
-    this.queueDuration = new Histogram({
+    this.queueDuration = new HistogramImpl({
       name: "workqueue_queue_duration_seconds",
       help: "How long in seconds an item stays in workqueue before being requested",
       labelNames: ["name", "controller"],
       buckets: WORKQUEUE_BUCKETS,
       registers,
     });
-    this.workDuration = new Histogram({
+    this.workDuration = new HistogramImpl({
       name: "workqueue_work_duration_seconds",
       help: "How long in seconds processing an item from workqueue takes",
       labelNames: ["name", "controller"],
@@ -256,7 +268,7 @@ export class Metrics {
     });
     // These two are read from the queues at scrape time: a stuck worker never reports on its own, and
     // exposing exactly that is what these gauges are for.
-    this.unfinishedWork = new Gauge({
+    this.unfinishedWork = new GaugeImpl({
       name: "workqueue_unfinished_work_seconds",
       help:
         "How many seconds of work has been done that is in progress and hasn't been observed by " +
@@ -269,7 +281,7 @@ export class Metrics {
         }
       },
     });
-    this.longestRunning = new Gauge({
+    this.longestRunning = new GaugeImpl({
       name: "workqueue_longest_running_processor_seconds",
       help: "How many seconds has the longest running processor for workqueue been running.",
       labelNames: ["name", "controller"],
@@ -281,24 +293,24 @@ export class Metrics {
       },
     });
 
-    this.leader = new Gauge({
+    this.leader = new GaugeImpl({
       name: "leader_election_master_status",
       help: "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease.",
       labelNames: ["name"],
       registers,
     });
-    this.shardsHeld = new Gauge({
+    this.shardsHeld = new GaugeImpl({
       name: "opkit_shards_held",
       help: "Shards whose Lease this replica holds (including shards being handed back).",
       registers,
     });
-    this.shardHandovers = new Counter({
+    this.shardHandovers = new CounterImpl({
       name: "opkit_shard_handovers_total",
       help: "Shard Leases this replica acquired, released or lost.",
       labelNames: ["direction"],
       registers,
     });
-    const keysGauge: Gauge<"shard"> = new Gauge({
+    const keysGauge: Gauge<"shard"> = new GaugeImpl({
       name: "opkit_shard_keys",
       help: "Objects of the reconciled kinds cached per held shard.",
       labelNames: ["shard"],
@@ -309,13 +321,13 @@ export class Metrics {
       },
     });
     this.shardKeys = keysGauge;
-    this.requests = new Counter({
+    this.requests = new CounterImpl({
       name: "rest_client_requests_total",
       help: "Number of HTTP requests, partitioned by status code, method, and host.",
       labelNames: ["code", "method", "host"],
       registers,
     });
-    this.requestDuration = new Histogram({
+    this.requestDuration = new HistogramImpl({
       name: "rest_client_request_duration_seconds",
       help: "Request latency in seconds. Broken down by verb, and host.",
       labelNames: ["verb", "host"],
@@ -323,20 +335,20 @@ export class Metrics {
       registers,
     });
 
-    this.webhookRequests = new Counter({
+    this.webhookRequests = new CounterImpl({
       name: "controller_runtime_webhook_requests_total",
       help: "Total number of admission requests by HTTP status code.",
       labelNames: ["webhook", "code"],
       registers,
     });
-    this.webhookLatency = new Histogram({
+    this.webhookLatency = new HistogramImpl({
       name: "controller_runtime_webhook_latency_seconds",
       help: "Histogram of the latency of processing admission requests",
       labelNames: ["webhook"],
       buckets: WEBHOOK_BUCKETS,
       registers,
     });
-    this.webhookInFlight = new Gauge({
+    this.webhookInFlight = new GaugeImpl({
       name: "controller_runtime_webhook_requests_in_flight",
       help: "Current number of admission requests being served.",
       labelNames: ["webhook"],
@@ -351,7 +363,7 @@ export class Metrics {
       [...this.informerSources].flatMap((source) =>
         source().map((i) => ({ labels: { kind: i.kind, namespace: i.namespace ?? "" }, i })),
       );
-    this.informerObjects = new Gauge({
+    this.informerObjects = new GaugeImpl({
       name: "opkit_informer_objects",
       help: "Objects held in the informer's cache, by kind and watched namespace (empty: all).",
       labelNames: ["kind", "namespace"],
@@ -361,7 +373,7 @@ export class Metrics {
         for (const { labels, i } of informers()) this.informerObjects.set(labels, i.objects);
       },
     });
-    this.informerSynced = new Gauge({
+    this.informerSynced = new GaugeImpl({
       name: "opkit_informer_synced",
       help: "1 once the informer's first list completed, else 0.",
       labelNames: ["kind", "namespace"],
@@ -371,7 +383,7 @@ export class Metrics {
         for (const { labels, i } of informers()) this.informerSynced.set(labels, i.synced ? 1 : 0);
       },
     });
-    this.watchRestarts = new Counter({
+    this.watchRestarts = new CounterImpl({
       name: "opkit_informer_watch_restarts_total",
       help: "Watches the informer reopened after its first (stream ended, broke, or went silent).",
       labelNames: ["kind", "namespace"],
@@ -382,7 +394,7 @@ export class Metrics {
           this.watchRestarts.inc(labels, Math.max(0, i.watchRequests - 1));
       },
     });
-    this.received = new Counter({
+    this.received = new CounterImpl({
       name: "opkit_informer_received_total",
       help: "Objects the informer received from the API server: list items and watch events, before any client-side filter.",
       labelNames: ["kind", "namespace"],
@@ -392,7 +404,7 @@ export class Metrics {
         for (const { labels, i } of informers()) this.received.inc(labels, i.received ?? 0);
       },
     });
-    this.relists = new Counter({
+    this.relists = new CounterImpl({
       name: "opkit_informer_relists_total",
       help: "Full lists after the first (the watch's resourceVersion expired: 410 Gone).",
       labelNames: ["kind", "namespace"],

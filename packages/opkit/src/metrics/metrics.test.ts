@@ -128,6 +128,24 @@ test("leader status gauge and process metrics", async () => {
   assert.equal(register.getSingleMetric("controller_runtime_reconcile_total"), undefined);
 });
 
+test("a user's own prom-client metrics register in the operator's registry, and the event loop lag is sampled", async () => {
+  const m = new Metrics();
+  // prom-client's index gives the classes opkit loads file by file: one module, so they mix.
+  const { Counter, Histogram } = await import("prom-client");
+  const mine = new Counter({
+    name: "my_things_total",
+    help: "things",
+    labelNames: ["kind"],
+    registers: [m.registry],
+  });
+  mine.inc({ kind: "a" }, 2);
+  new Histogram({ name: "my_seconds", help: "seconds", buckets: [1], registers: [m.registry] }).observe(0.5);
+  const text = await m.text();
+  assert.equal(sample(text, 'my_things_total{kind="a"}'), 2);
+  assert.equal(sample(text, 'my_seconds_bucket{le="1"}'), 1);
+  assert.match(text, /^nodejs_eventloop_lag_p99_seconds \d/m);
+});
+
 test("informer metrics are read from their source at each scrape; an untracked source's series vanish", async () => {
   const m = new Metrics({ processMetrics: false });
   const informers = [
