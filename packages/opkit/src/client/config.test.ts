@@ -112,6 +112,31 @@ current-context: x
     assert.equal(c.exec?.provideClusterInfo, true);
   });
 
+  it("reads values as YAML 1.2 core: a date or a yes stays a string, as in the file", async () => {
+    const path = await write(
+      "core.yaml",
+      `clusters:
+- name: c
+  cluster: { server: "https://k:6443" }
+users:
+- name: u
+  user:
+    exec:
+      apiVersion: client.authentication.k8s.io/v1
+      command: get-token
+      args: [--since, 2026-01-01T00:00:00Z, --verbose, yes]
+      env: [{ name: EXPIRES, value: 2026-01-01 }]
+contexts:
+- name: x
+  context: { cluster: c, user: u }
+current-context: x
+`,
+    );
+    const c = await loadClusterConfig({ kubeconfig: path });
+    assert.deepEqual(c.exec?.args, ["--since", "2026-01-01T00:00:00Z", "--verbose", "yes"]);
+    assert.deepEqual(c.exec?.env, [{ name: "EXPIRES", value: "2026-01-01" }]);
+  });
+
   it("merges $KUBECONFIG files: the first to define a name or current-context wins; missing files are skipped", async () => {
     const a = await write(
       "a.yaml",
