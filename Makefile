@@ -160,6 +160,7 @@ $(BENCH_GO_BIN): $(GO_PEER_SRC)
 	cd bench/peers/go-appservice && GOFLAGS=-mod=mod go build -o $@ .
 
 bench: build $(BENCH_GO_BIN)
-	# opkit's side runs the AppService operator as its image does: the opkit build bundle.
+	# opkit's side runs the AppService operator and the scheduler as their images do: opkit build bundles.
 	node packages/cli/dist/main.js build operators/appservice
+	node packages/cli/dist/main.js build operators/scheduler
 	BENCH_GO_BIN=$(BENCH_GO_BIN) node bench/run.ts

@@ -171,7 +171,7 @@ export function startAppService(
         [
           // As the operator's image runs it (the generated Dockerfile's ENTRYPOINT).
           ...OPERATOR_NODE_FLAGS,
-          opkitEntry(o.root),
+          operatorEntry(o.root, "appservice"),
           "--kubeconfig",
           o.kubeconfig,
           ...common,
@@ -199,8 +199,8 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** The AppService operator's bundle when `opkit build` made one (as in its image), else its TypeScript. */
-function opkitEntry(root: string): string {
-  const bundle = join(root, "operators/appservice/dist/main.js");
-  return existsSync(bundle) ? bundle : join(root, "operators/appservice/src/main.ts");
+/** A seed operator's bundle when `opkit build` made one (as in its image), else its TypeScript. */
+export function operatorEntry(root: string, operator: "appservice" | "scheduler"): string {
+  const bundle = join(root, `operators/${operator}/dist/main.js`);
+  return existsSync(bundle) ? bundle : join(root, `operators/${operator}/src/main.ts`);
 }

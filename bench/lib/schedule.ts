@@ -6,20 +6,22 @@
  * Each run creates N pods (default 1,000; small requests; a nodeSelector for the bench nodes) for a
  * scheduler that is not running yet, so they wait Pending with nothing written, then starts that
  * scheduler and notes on its own watch when each pod's spec.nodeName appears. Both schedulers start
- * with the same backlog: opkit's (`node operators/scheduler/src/main.ts`, default profile, log level
- * info) and a second kube-scheduler from the env's binaries serving the profile
- * "bench-kube-scheduler" (the env's own kube-scheduler keeps serving default-scheduler and never sees
- * these pods), its client unthrottled (qps 5000) as opkit's client is. The rate is
+ * with the same backlog: opkit's as its image runs it (the `opkit build` bundle that `make bench`
+ * builds, with the image's Node flags; else src/main.ts), default profile, log level info, and a
+ * second kube-scheduler from the env's binaries serving the profile "bench-kube-scheduler" (the env's
+ * own kube-scheduler keeps serving default-scheduler and never sees these pods), its client unthrottled
+ * (qps 5000) as opkit's client is. The rate is
  * (N − 1) ÷ (last bind − first bind): the scheduler's pace once it runs, without its start-up, which
  * is printed beside it as process start → last bind.
  */
 import { Pods, type KubeClient, type Pod } from "opkit";
+import { OPERATOR_NODE_FLAGS } from "opkit/generate";
 import { binDir, type ControlPlane } from "opkit/testenv";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { adminClient, deleteNamespaces, ensureNamespace, pool } from "./cluster.ts";
-import { cpuSeconds, freePort, start, type Proc } from "./procs.ts";
+import { cpuSeconds, freePort, operatorEntry, start, type Proc } from "./procs.ts";
 import { bindRate, figure, type Figure } from "./stats.ts";
 
 const NODES = 100;
@@ -138,7 +140,9 @@ async function oneRun(
     scheduler =
       side === "opkit"
         ? start(process.execPath, [
-            join(o.root, "operators/scheduler/src/main.ts"),
+            // As its image runs it (the generated Dockerfile's ENTRYPOINT), like the AppService operator.
+            ...OPERATOR_NODE_FLAGS,
+            operatorEntry(o.root, "scheduler"),
             "--kubeconfig",
             o.kubeconfig,
             "--metrics-bind-address",

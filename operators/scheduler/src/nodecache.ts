@@ -137,7 +137,12 @@ export class NodeCache {
   /** Record that `pod` is being bound to `node`: counted there until the cache shows it. */
   assume(pod: DeepReadonly<Pod>, node: string): void {
     const key = podKey(pod);
-    const bound = { ...pod, spec: { containers: [], ...pod.spec, nodeName: node } } as DeepReadonly<Pod>;
+    // Frozen like the cache's pods, so podRequests computes its requests once, not at each rebuild of the
+    // node's NodeInfo (that was ~1% of the scheduler's CPU in the schedule bench).
+    const bound = Object.freeze({
+      ...pod,
+      spec: Object.freeze({ containers: [], ...pod.spec, nodeName: node }),
+    }) as DeepReadonly<Pod>;
     this.#assumed.set(key, this.#clock.now());
     this.#place(key, bound, node);
   }
