@@ -42,7 +42,9 @@ export default tseslint.config(
         ...[
           'ImportDeclaration[source.value="typebox"][importKind="value"] > ImportDefaultSpecifier',
           'ImportDeclaration[source.value="typebox"][importKind="value"] > ImportNamespaceSpecifier',
-          'ImportDeclaration[source.value="typebox"] > ImportSpecifier[imported.name="Type"][importKind="value"]',
+          'ImportDeclaration[source.value="typebox"][importKind="value"] > ImportSpecifier[importKind="value"][imported.name=/^(Type|default)$/]',
+          'ExportNamedDeclaration[source.value="typebox"][exportKind="value"] > ExportSpecifier[exportKind="value"][local.name=/^(Type|default)$/]',
+          'ExportAllDeclaration[source.value="typebox"][exportKind="value"]',
         ].map((selector) => ({
           selector,
           message:

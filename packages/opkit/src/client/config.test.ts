@@ -137,6 +137,23 @@ current-context: x
     assert.deepEqual(c.exec?.env, [{ name: "EXPIRES", value: "2026-01-01" }]);
   });
 
+  it("an empty or comments-only file is an empty kubeconfig while merging; two documents are an error", async () => {
+    const good = await write(
+      "good.yaml",
+      `clusters: [{ name: c, cluster: { server: "https://k:6443" } }]
+users: [{ name: u, user: { token: t } }]
+contexts: [{ name: x, context: { cluster: c, user: u } }]
+current-context: x
+`,
+    );
+    const comments = await write("comments.yaml", "# placeholder, filled in later\n");
+    const empty = await write("empty.yaml", "");
+    const c = await loadClusterConfig({}, { env: { KUBECONFIG: [comments, empty, good].join(delimiter) } });
+    assert.equal(c.server, "https://k:6443");
+    const two = await write("two.yaml", "clusters: []\n---\nclusters: []\n");
+    await assert.rejects(loadClusterConfig({ kubeconfig: two }), /two\.yaml is not valid YAML: 2 documents/);
+  });
+
   it("merges $KUBECONFIG files: the first to define a name or current-context wins; missing files are skipped", async () => {
     const a = await write(
       "a.yaml",

@@ -174,7 +174,7 @@ export async function loadClusterConfig(
   // parse of a kubeconfig costs ~8 ms of CPU where yaml's cost ~21 (yaml's 260 KB compile lazily on the
   // first document), a tenth of an operator's start-up. The core schema: plain YAML 1.2 values, no
   // timestamps turned into Dates, no merge keys, as yaml parsed them.
-  const { load, CORE_SCHEMA } = await import("js-yaml");
+  const { loadAll, CORE_SCHEMA } = await import("js-yaml");
   const docs: { doc: RawKubeconfig; file: string }[] = [];
   for (const file of files) {
     let text: string;
@@ -185,7 +185,11 @@ export async function loadClusterConfig(
     }
     let doc: unknown;
     try {
-      doc = text.trim() ? load(text, { schema: CORE_SCHEMA, filename: file }) : {};
+      // loadAll: a file of comments only is an empty kubeconfig (kubectl skips it while merging), where
+      // js-yaml's load throws.
+      const all = loadAll(text, { schema: CORE_SCHEMA });
+      if (all.length > 1) throw new Error(`${all.length} documents; a kubeconfig is one`);
+      doc = all[0] ?? {};
     } catch (err) {
       throw new KubeconfigError(`kubeconfig ${file} is not valid YAML: ${(err as Error).message}`, {
         cause: err,

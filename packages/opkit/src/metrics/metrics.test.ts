@@ -128,7 +128,7 @@ test("leader status gauge and process metrics", async () => {
   assert.equal(register.getSingleMetric("controller_runtime_reconcile_total"), undefined);
 });
 
-test("a user's own prom-client metrics register in the operator's registry, and the event loop lag is sampled", async () => {
+test("a user's own prom-client metrics register in the operator's registry, and the event loop lag is sampled as lag", async () => {
   const m = new Metrics();
   // prom-client's index gives the classes opkit loads file by file: one module, so they mix.
   const { Counter, Histogram } = await import("prom-client");
@@ -143,7 +143,17 @@ test("a user's own prom-client metrics register in the operator's registry, and 
   const text = await m.text();
   assert.equal(sample(text, 'my_things_total{kind="a"}'), 2);
   assert.equal(sample(text, 'my_seconds_bucket{le="1"}'), 1);
-  assert.match(text, /^nodejs_eventloop_lag_p99_seconds \d/m);
+  // The event loop is sampled every 100 ms, and the gauges report lag, not the sampling interval: an idle
+  // loop is late by well under 100 ms (prom-client's own gauges read ~0.1 s at this rate).
+  await new Promise((r) => setTimeout(r, 350));
+  const later = await m.text();
+  for (const q of ["p50", "p99", "max", "mean"]) {
+    const v = sample(later, `nodejs_eventloop_lag_${q}_seconds`);
+    assert.ok(v !== undefined && v >= 0 && v < 0.05, `nodejs_eventloop_lag_${q}_seconds = ${v}`);
+  }
+  assert.equal(later.match(/^nodejs_eventloop_lag_p99_seconds /gm)?.length, 1, "registered once");
+  await new Promise((r) => setImmediate(r));
+  assert.ok((sample(await m.text(), "nodejs_eventloop_lag_seconds") ?? -1) >= 0);
 });
 
 test("informer metrics are read from their source at each scrape; an untracked source's series vanish", async () => {
