@@ -10,7 +10,7 @@
  */
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import type { Registry } from "prom-client";
-import GaugeImpl from "prom-client/lib/gauge.js";
+import Gauge from "prom-client/lib/gauge.js";
 
 /** How often the event loop is sampled. A stall is seen when it covers a sample (0.9 ms of CPU per second). */
 export const EVENT_LOOP_SAMPLE_MS = 100;
@@ -35,7 +35,7 @@ export function registerEventLoopLag(registry: Registry, sampleMs = EVENT_LOOP_S
   const lagSeconds = (ns: number): number => Math.max(0, ns - intervalNs) / 1e9;
   const registers = [registry];
   // Registered first: its collect sets the others, which the registry reads after it.
-  const lag: GaugeImpl = new GaugeImpl({
+  const lag: Gauge = new Gauge({
     name: "nodejs_eventloop_lag_seconds",
     help: "Lag of event loop in seconds.",
     registers,
@@ -54,8 +54,8 @@ export function registerEventLoopLag(registry: Registry, sampleMs = EVENT_LOOP_S
       histogram.reset();
     },
   });
-  const gauge = (name: string, what: string): GaugeImpl =>
-    new GaugeImpl({
+  const gauge = (name: string, what: string): Gauge =>
+    new Gauge({
       name: `nodejs_eventloop_lag_${name}_seconds`,
       help: `The ${what} recorded event loop delay.`,
       registers,

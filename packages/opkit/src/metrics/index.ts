@@ -11,13 +11,14 @@
 // opkit-source condition); a .d.ts of ambient modules cannot be imported.
 // eslint-disable-next-line @typescript-eslint/triple-slash-reference
 /// <reference path="./prom-client-parts.d.ts" />
-import type { Counter, Gauge, Histogram, Registry } from "prom-client";
 // prom-client's files one by one: its index also loads the Summary (with tdigest), the Pushgateway (with
 // node:https and node:zlib) and the cluster aggregator (node:cluster), which opkit never uses, for ~7 ms
 // of every operator's start-up CPU. Same modules, so a user's metrics from "prom-client" register here.
-import CounterImpl from "prom-client/lib/counter.js";
-import GaugeImpl from "prom-client/lib/gauge.js";
-import HistogramImpl from "prom-client/lib/histogram.js";
+// The public `registry` is typed from prom-client's index: consumers have no types for the deep files.
+import type { Registry } from "prom-client";
+import Counter from "prom-client/lib/counter.js";
+import Gauge from "prom-client/lib/gauge.js";
+import Histogram from "prom-client/lib/histogram.js";
 import RegistryImpl from "prom-client/lib/registry.js";
 import collectDefaultMetrics from "prom-client/lib/defaultMetrics.js";
 import { realClock, type Clock } from "../clock/index.ts";
@@ -188,76 +189,76 @@ export class Metrics {
       registerEventLoopLag(this.registry);
     }
 
-    this.reconcileTotal = new CounterImpl({
+    this.reconcileTotal = new Counter({
       name: "controller_runtime_reconcile_total",
       help: "Total number of reconciliations per controller",
       labelNames: ["controller", "result"],
       registers,
     });
-    this.reconcileErrors = new CounterImpl({
+    this.reconcileErrors = new Counter({
       name: "controller_runtime_reconcile_errors_total",
       help: "Total number of reconciliation errors per controller",
       labelNames: ["controller"],
       registers,
     });
-    this.terminalErrors = new CounterImpl({
+    this.terminalErrors = new Counter({
       name: "controller_runtime_terminal_reconcile_errors_total",
       help: "Total number of terminal reconciliation errors per controller",
       labelNames: ["controller"],
       registers,
     });
-    this.panics = new CounterImpl({
+    this.panics = new Counter({
       name: "controller_runtime_reconcile_panics_total",
       help: "Total number of reconciliation panics per controller",
       labelNames: ["controller"],
       registers,
     });
-    this.reconcileTime = new HistogramImpl({
+    this.reconcileTime = new Histogram({
       name: "controller_runtime_reconcile_time_seconds",
       help: "Length of time per reconciliation per controller",
       labelNames: ["controller"],
       buckets: RECONCILE_BUCKETS,
       registers,
     });
-    this.maxConcurrent = new GaugeImpl({
+    this.maxConcurrent = new Gauge({
       name: "controller_runtime_max_concurrent_reconciles",
       help: "Maximum number of concurrent reconciles per controller",
       labelNames: ["controller"],
       registers,
     });
-    this.activeWorkers = new GaugeImpl({
+    this.activeWorkers = new Gauge({
       name: "controller_runtime_active_workers",
       help: "Number of currently used workers per controller",
       labelNames: ["controller"],
       registers,
     });
 
-    this.depth = new GaugeImpl({
+    this.depth = new Gauge({
       name: "workqueue_depth",
       help: "Current depth of workqueue",
       labelNames: ["name", "controller"],
       registers,
     });
-    this.adds = new CounterImpl({
+    this.adds = new Counter({
       name: "workqueue_adds_total",
       help: "Total number of adds handled by workqueue",
       labelNames: ["name", "controller"],
       registers,
     });
-    this.retries = new CounterImpl({
+    this.retries = new Counter({
       name: "workqueue_retries_total",
       help: "Total number of retries handled by workqueue",
       labelNames: ["name", "controller"],
       registers,
     });
-    this.queueDuration = new HistogramImpl({
+    this.queueDuration = new Histogram({
       name: "workqueue_queue_duration_seconds",
       help: "How long in seconds an item stays in workqueue before being requested",
       labelNames: ["name", "controller"],
       buckets: WORKQUEUE_BUCKETS,
       registers,
     });
-    this.workDuration = new HistogramImpl({
+    this.workDuration = new Histogram({
       name: "workqueue_work_duration_seconds",
       help: "How long in seconds processing an item from workqueue takes",
       labelNames: ["name", "controller"],
@@ -266,7 +267,7 @@ export class Metrics {
     });
     // These two are read from the queues at scrape time: a stuck worker never reports on its own, and
     // exposing exactly that is what these gauges are for.
-    this.unfinishedWork = new GaugeImpl({
+    this.unfinishedWork = new Gauge({
       name: "workqueue_unfinished_work_seconds",
       help:
         "How many seconds of work has been done that is in progress and hasn't been observed by " +
@@ -279,7 +280,7 @@ export class Metrics {
         }
       },
     });
-    this.longestRunning = new GaugeImpl({
+    this.longestRunning = new Gauge({
       name: "workqueue_longest_running_processor_seconds",
       help: "How many seconds has the longest running processor for workqueue been running.",
       labelNames: ["name", "controller"],
@@ -291,24 +292,24 @@ export class Metrics {
       },
     });
 
-    this.leader = new GaugeImpl({
+    this.leader = new Gauge({
       name: "leader_election_master_status",
       help: "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease.",
       labelNames: ["name"],
       registers,
     });
-    this.shardsHeld = new GaugeImpl({
+    this.shardsHeld = new Gauge({
       name: "opkit_shards_held",
       help: "Shards whose Lease this replica holds (including shards being handed back).",
       registers,
     });
-    this.shardHandovers = new CounterImpl({
+    this.shardHandovers = new Counter({
       name: "opkit_shard_handovers_total",
       help: "Shard Leases this replica acquired, released or lost.",
       labelNames: ["direction"],
       registers,
     });
-    const keysGauge: Gauge<"shard"> = new GaugeImpl({
+    const keysGauge: Gauge<"shard"> = new Gauge({
       name: "opkit_shard_keys",
       help: "Objects of the reconciled kinds cached per held shard.",
       labelNames: ["shard"],
@@ -319,13 +320,13 @@ export class Metrics {
       },
     });
     this.shardKeys = keysGauge;
-    this.requests = new CounterImpl({
+    this.requests = new Counter({
       name: "rest_client_requests_total",
       help: "Number of HTTP requests, partitioned by status code, method, and host.",
       labelNames: ["code", "method", "host"],
       registers,
     });
-    this.requestDuration = new HistogramImpl({
+    this.requestDuration = new Histogram({
       name: "rest_client_request_duration_seconds",
       help: "Request latency in seconds. Broken down by verb, and host.",
       labelNames: ["verb", "host"],
@@ -333,20 +334,20 @@ export class Metrics {
       registers,
     });
 
-    this.webhookRequests = new CounterImpl({
+    this.webhookRequests = new Counter({
       name: "controller_runtime_webhook_requests_total",
       help: "Total number of admission requests by HTTP status code.",
       labelNames: ["webhook", "code"],
       registers,
     });
-    this.webhookLatency = new HistogramImpl({
+    this.webhookLatency = new Histogram({
       name: "controller_runtime_webhook_latency_seconds",
       help: "Histogram of the latency of processing admission requests",
       labelNames: ["webhook"],
       buckets: WEBHOOK_BUCKETS,
       registers,
     });
-    this.webhookInFlight = new GaugeImpl({
+    this.webhookInFlight = new Gauge({
       name: "controller_runtime_webhook_requests_in_flight",
       help: "Current number of admission requests being served.",
       labelNames: ["webhook"],
@@ -361,7 +362,7 @@ export class Metrics {
       [...this.informerSources].flatMap((source) =>
         source().map((i) => ({ labels: { kind: i.kind, namespace: i.namespace ?? "" }, i })),
       );
-    this.informerObjects = new GaugeImpl({
+    this.informerObjects = new Gauge({
       name: "opkit_informer_objects",
       help: "Objects held in the informer's cache, by kind and watched namespace (empty: all).",
       labelNames: ["kind", "namespace"],
@@ -371,7 +372,7 @@ export class Metrics {
         for (const { labels, i } of informers()) this.informerObjects.set(labels, i.objects);
       },
     });
-    this.informerSynced = new GaugeImpl({
+    this.informerSynced = new Gauge({
       name: "opkit_informer_synced",
       help: "1 once the informer's first list completed, else 0.",
       labelNames: ["kind", "namespace"],
@@ -381,7 +382,7 @@ export class Metrics {
         for (const { labels, i } of informers()) this.informerSynced.set(labels, i.synced ? 1 : 0);
       },
     });
-    this.watchRestarts = new CounterImpl({
+    this.watchRestarts = new Counter({
       name: "opkit_informer_watch_restarts_total",
       help: "Watches the informer reopened after its first (stream ended, broke, or went silent).",
       labelNames: ["kind", "namespace"],
@@ -392,7 +393,7 @@ export class Metrics {
           this.watchRestarts.inc(labels, Math.max(0, i.watchRequests - 1));
       },
     });
-    this.received = new CounterImpl({
+    this.received = new Counter({
       name: "opkit_informer_received_total",
       help: "Objects the informer received from the API server: list items and watch events, before any client-side filter.",
       labelNames: ["kind", "namespace"],
@@ -402,7 +403,7 @@ export class Metrics {
         for (const { labels, i } of informers()) this.received.inc(labels, i.received ?? 0);
       },
     });
-    this.relists = new CounterImpl({
+    this.relists = new Counter({
       name: "opkit_informer_relists_total",
       help: "Full lists after the first (the watch's resourceVersion expired: 410 Gone).",
       labelNames: ["kind", "namespace"],
