@@ -2,8 +2,8 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { Readable } from "node:stream";
 import fc from "fast-check";
-import { parseWatchStream, withoutManagedFields } from "./watch.ts";
-import { GoneError } from "./errors.ts";
+import { parseWatchStream, typedErrors, withoutManagedFields } from "./watch.ts";
+import { ConnectionError, GoneError, RequestAbortedError } from "./errors.ts";
 
 const req = { method: "GET", path: "/api/v1/configmaps?watch=true" };
 
@@ -177,5 +177,85 @@ describe("withoutManagedFields", () => {
       cut.push(e.object.metadata.managedFields);
     assert.deepEqual(kept, [managedFields]);
     assert.deepEqual(cut, [undefined]);
+  });
+});
+
+describe("typedErrors", () => {
+  const turn = (): Promise<void> => new Promise((r) => setImmediate(r));
+
+  it("hands what arrived in one event loop turn over as one batch, in order", async () => {
+    const body = new Readable({ read() {} });
+    const it = typedErrors(body, req, undefined);
+    const first = it.next();
+    for (let i = 0; i < 100; i++) body.push(Buffer.from(`${i},`));
+    const got = await first;
+    assert.equal(String(got.value), Array.from({ length: 100 }, (_, i) => `${i},`).join(""));
+    body.push("tail");
+    body.push(null);
+    assert.equal(String((await it.next()).value), "tail");
+    assert.equal((await it.next()).done, true);
+  });
+
+  it("pauses a body its consumer does not keep up with, and resumes it when the consumer reads", async () => {
+    const body = new Readable({ read() {} });
+    const it = typedErrors(body, req, undefined);
+    const first = it.next();
+    body.push(Buffer.alloc(10));
+    await first; // the consumer now holds a batch and reads nothing
+    for (let i = 0; i < 4; i++) body.push(Buffer.alloc(512 * 1024, i));
+    await turn();
+    assert.equal(body.isPaused(), true, "paused past the high water mark");
+    const batches: Buffer[] = [];
+    const held = (await it.next()).value as Buffer;
+    assert.equal(held.length, 2 * 512 * 1024, "held up to the high water mark, the rest left in the body");
+    batches.push(held);
+    assert.equal(body.isPaused(), false, "resumed once the consumer took the batch");
+    body.push(null);
+    for (let r = await it.next(); !r.done; r = await it.next()) batches.push(r.value as Buffer);
+    const all = Buffer.concat(batches);
+    assert.equal(all.length, 4 * 512 * 1024, "nothing lost while paused");
+    assert.deepEqual(
+      [0, 1, 2, 3].map((i) => all[i * 512 * 1024]),
+      [0, 1, 2, 3],
+      "nor reordered",
+    );
+  });
+
+  it("delivers what arrived before a network error, then throws ConnectionError", async () => {
+    const body = new Readable({ read() {} });
+    const it = typedErrors(body, req, undefined);
+    const first = it.next();
+    body.push("a");
+    assert.equal(String((await first).value), "a");
+    body.destroy(new Error("socket hang up"));
+    await assert.rejects(it.next(), ConnectionError);
+  });
+
+  it("throws RequestAbortedError when the caller's signal cut the body", async () => {
+    const ac = new AbortController();
+    const body = new Readable({ read() {} });
+    const it = typedErrors(body, req, ac.signal);
+    const next = it.next();
+    ac.abort(new Error("stop"));
+    body.destroy(new Error("aborted"));
+    await assert.rejects(next, RequestAbortedError);
+  });
+
+  it("destroys the body when its consumer stops early (the connection is released)", async () => {
+    const body = new Readable({ read() {} });
+    body.push("a");
+    for await (const chunk of typedErrors(body, req, undefined)) {
+      assert.equal(String(chunk), "a");
+      break;
+    }
+    assert.equal(body.destroyed, true);
+  });
+
+  it("reports a body cut without an error (premature close) as ConnectionError", async () => {
+    const body = new Readable({ read() {} });
+    const it = typedErrors(body, req, undefined);
+    const next = it.next();
+    body.destroy();
+    await assert.rejects(next, ConnectionError);
   });
 });
