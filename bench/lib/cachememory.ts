@@ -2,7 +2,9 @@
  * cache-memory: each cache (controller-runtime's, opkit's full and metadata-only,
  * client-node's informer) runs as its own process twice, once on an empty namespace and once on a
  * namespace of N realistic Pending Pods; bytes per Pod are (RSS with N − RSS empty) ÷ N, and the heap
- * the same way, and the time each takes to sync the list.
+ * the same way, and the time each takes to sync the list. controller-runtime reads built-in kinds as protobuf,
+ * which the API server also encodes about twice as fast as JSON; the sync is measured once more with it
+ * reading JSON, as opkit does, to show which part of the gap is the wire format.
  */
 import { join } from "node:path";
 import { OPERATOR_NODE_FLAGS } from "opkit/generate";
@@ -19,15 +21,24 @@ interface Probe {
   rssBytes: number;
 }
 
-type Impl = "go" | "opkit" | "opkit-metadata" | "client-node";
+type Impl = "go" | "go-json" | "opkit" | "opkit-metadata" | "client-node";
 const EMPTY = "bench-empty";
 const FULL = "bench-pods";
 
 async function probe(impl: Impl, kubeconfig: string, goBin: string, namespace: string): Promise<Probe> {
   const here = join(import.meta.dirname);
   const p =
-    impl === "go"
-      ? start(goBin, ["--probe-pods", "--namespace", namespace], { env: { KUBECONFIG: kubeconfig } })
+    impl === "go" || impl === "go-json"
+      ? start(
+          goBin,
+          [
+            "--probe-pods",
+            "--namespace",
+            namespace,
+            ...(impl === "go-json" ? ["--content-type", "application/json"] : []),
+          ],
+          { env: { KUBECONFIG: kubeconfig } },
+        )
       : start(process.execPath, [
           "--expose-gc",
           // opkit's probes run with the Node flags an opkit operator's image and `opkit run` use.
@@ -62,9 +73,27 @@ export async function runCacheMemory(o: {
   for (const size of [...o.sizes].sort((a, b) => a - b)) {
     o.log(`cache: ${size} Pending Pods in ${FULL}`);
     await ensurePods(client, FULL, size);
-    const perPod: Record<Impl, number[]> = { go: [], opkit: [], "opkit-metadata": [], "client-node": [] };
-    const heapPerPod: Record<Impl, number[]> = { go: [], opkit: [], "opkit-metadata": [], "client-node": [] };
-    const sync: Record<Impl, number[]> = { go: [], opkit: [], "opkit-metadata": [], "client-node": [] };
+    const perPod: Record<Impl, number[]> = {
+      go: [],
+      "go-json": [],
+      opkit: [],
+      "opkit-metadata": [],
+      "client-node": [],
+    };
+    const heapPerPod: Record<Impl, number[]> = {
+      go: [],
+      "go-json": [],
+      opkit: [],
+      "opkit-metadata": [],
+      "client-node": [],
+    };
+    const sync: Record<Impl, number[]> = {
+      go: [],
+      "go-json": [],
+      opkit: [],
+      "opkit-metadata": [],
+      "client-node": [],
+    };
     for (let r = 0; r < o.reps; r++) {
       for (const impl of impls) {
         const empty = await probe(impl, o.kubeconfig, o.goBin, EMPTY);
@@ -79,6 +108,10 @@ export async function runCacheMemory(o: {
         heapPerPod[impl].push((full.heapBytes - empty.heapBytes) / full.pods);
         sync[impl].push(full.syncMs / 1000);
       }
+      // Only its sync time: its memory is the protobuf run's.
+      const json = await probe("go-json", o.kubeconfig, o.goBin, FULL);
+      o.log(`  go-json: ${json.pods} pods, sync ${json.syncMs} ms`);
+      sync["go-json"].push(json.syncMs / 1000);
     }
     const params = { pods: size, reps: o.reps };
     figures.push(
@@ -120,6 +153,14 @@ export async function runCacheMemory(o: {
         opkit: sync.opkit,
         peer: sync.go,
         target: { on: "ratio", kind: "max", bound: 1 },
+        parameters: params,
+      }),
+      figure({
+        name: `cache: time to sync ${size} Pods, both reading JSON`,
+        unit: "s",
+        opkit: sync.opkit,
+        peer: sync["go-json"],
+        peerName: "controller-runtime over JSON",
         parameters: params,
       }),
     );

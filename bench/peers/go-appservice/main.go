@@ -6,7 +6,8 @@
 //
 // With --probe-pods it does not reconcile: it caches every Pod (or those of --namespace) with
 // controller-runtime's cache, waits for the sync, collects garbage and prints one JSON line with the
-// heap, the RSS and the sync time; --stay keeps it running for sampling afterwards.
+// heap, the RSS and the sync time; --stay keeps it running for sampling afterwards, and --content-type
+// application/json reads the Pods as JSON, the wire format opkit reads, instead of protobuf.
 package main
 
 import (
@@ -290,6 +291,7 @@ func main() {
 		probePods     = flag.Bool("probe-pods", false, "cache Pods with controller-runtime's cache, print memory as JSON and exit")
 		stay          = flag.Bool("stay", false, "with --probe-pods: keep running after printing")
 		namespace     = flag.String("namespace", "", "with --probe-pods: only this namespace (empty: all)")
+		contentType   = flag.String("content-type", "", "wire format of built-in kinds: empty for controller-runtime's default (protobuf), or application/json (as opkit reads them)")
 		metricsAddr   = flag.String("metrics-bind-address", "0", "address of /metrics (0: off)")
 		probeAddr     = flag.String("health-probe-bind-address", "0", "address of /healthz and /readyz (0: off); /readyz is 200 once the caches synced")
 		leaderElect   = flag.Bool("leader-elect", false, "run leader election (Lease appservice-go in --leader-election-namespace)")
@@ -308,6 +310,10 @@ func main() {
 	}
 	ctrl.SetLogger(zap.New(zap.UseDevMode(false)))
 	cfg := ctrl.GetConfigOrDie()
+	// controller-runtime asks for protobuf only when the config names no content type.
+	if *contentType != "" {
+		cfg.ContentType = *contentType
+	}
 	if *qps != 0 {
 		cfg.QPS = float32(*qps)
 	}
