@@ -22,7 +22,7 @@ NODE_TEST := node --conditions=opkit-source --test --test-reporter=spec --test-r
              --test-reporter=./packages/opkit/src/testenv/durations-reporter.ts --test-reporter-destination=stderr
 OPKIT     := node packages/cli/dist/main.js
 
-.PHONY: bench help node deps build typecheck lint format api-report api-report-update docs test test-unit test-int test-faults soak env-build demo demo-intro demo-down schemas pack clean
+.PHONY: bench help node deps build typecheck lint format api-report api-report-update docs test test-unit test-int test-faults soak env-build demo demo-intro demo-down schemas protobuf pack clean
 
 help:
 	@echo "make demo   start a local control plane (etcd, kube-apiserver, controller-manager, scheduler, kwok nodes) and every seed operator on its sample (KEEP=1 leaves them running; make demo-down stops them)"
@@ -138,6 +138,14 @@ demo-down: build
 # (a running env named by OPKIT_TEST_ENV, else a private one started and stopped for it).
 schemas: env-build
 	node --conditions=opkit-source scripts/gen-schemas.ts
+
+# Regenerate the protobuf messages of the built-in kinds (packages/opkit/src/client/protobuf/messages.ts) from
+# the Go types of k8s.io/api pinned in scripts/gen-protobuf/go.mod (move it with the server `opkit env` builds).
+protobuf:
+	@command -v go >/dev/null || { echo "make protobuf needs Go on PATH"; exit 1; }
+	cd scripts/gen-protobuf && GOFLAGS=-mod=mod go run . > ../../packages/opkit/src/client/protobuf/messages.ts.new
+	mv packages/opkit/src/client/protobuf/messages.ts.new packages/opkit/src/client/protobuf/messages.ts
+	npx prettier --write packages/opkit/src/client/protobuf/messages.ts
 
 # The publishable tarballs of opkit and @opkit/cli (the ones `opkit init` vendors) into dist/packages/.
 pack: build

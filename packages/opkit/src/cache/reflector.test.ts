@@ -6,6 +6,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { ListOptions, WatchOptions } from "../client/client.ts";
 import { BadRequestError, ConnectionError, GoneError } from "../client/errors.ts";
+import { ProtobufDecodeError } from "../client/protobuf/decode.ts";
 import type { KindRef, KubeList, KubeObject, WatchEvent } from "../client/types.ts";
 import { FakeClock } from "../clock/index.ts";
 import { Cache } from "./cache.ts";
@@ -37,6 +38,8 @@ class FakeServer implements ListWatcher {
   streaming = true;
   watches: WatchOptions[] = [];
   lists: ListOptions[] = [];
+  /** The next lists fail with these, in turn, after handing over the first 3 items. */
+  listErrors: Error[] = [];
   /** Open streams break (connection reset) after this many more events each, in turn: [12, 7]. */
   drops: number[] = [];
   /** Bumped to end every open watch (as a server-side timeout does). */
@@ -90,6 +93,11 @@ class FakeServer implements ListWatcher {
     });
     // As the real client: with onItem, items are handed over one by one and the list comes back without them.
     const onItem = opts.onItem as ((item: T) => void) | undefined;
+    const failure = this.listErrors.shift();
+    if (failure) {
+      if (onItem) for (const item of items.slice(0, 3)) onItem(item);
+      return Promise.reject(failure);
+    }
     if (onItem) for (const item of items) onItem(item);
     return Promise.resolve({
       metadata: { resourceVersion: String(this.rv), continue: end < all.length ? String(end) : undefined },
@@ -303,6 +311,37 @@ describe("Reflector against a fake server", () => {
       assert.equal(kept, transform ? 4 : 0, "managedFields only where a custom transform may want them");
       await inf.stop();
     }
+  });
+
+  it("a protobuf list the client could not decode is listed again at once (as JSON by the client), only once", async () => {
+    const { server, clock, inf, seen } = setup({ streaming: false });
+    const errors: unknown[] = [];
+    inf.onError = (err) => errors.push(err);
+    server.listErrors = [new ProtobufDecodeError("field 99 is not in message 378")];
+    const started = clock.now();
+    inf.start();
+    await until(clock, "sync", () => inf.hasSynced());
+    // (`until` moves the fake clock 250 ms per turn it waits; a backoff is 800 ms at least.)
+    assert.ok(clock.now() - started < 800, `no backoff (${clock.now() - started} ms)`);
+    assert.deepEqual(errors, [], "nothing to report: the client reads the kind as JSON now");
+    assert.equal(server.lists.length, 2);
+    assert.deepEqual(cachedRvs(inf), liveRvs(server));
+    assert.ok(
+      [...seen.rvs.values()].every((rvs) => rvs.length === 1),
+      "each object added once",
+    );
+    await inf.stop();
+    // A second one (the client failing again) takes the ordinary path: reported, backed off.
+    const again = setup({ streaming: false });
+    const reported: unknown[] = [];
+    again.inf.onError = (err) => reported.push(err);
+    again.server.listErrors = [new ProtobufDecodeError("a"), new ProtobufDecodeError("b")];
+    const t0 = again.clock.now();
+    again.inf.start();
+    await until(again.clock, "sync", () => again.inf.hasSynced());
+    assert.equal(reported.length, 1);
+    assert.ok(again.clock.now() - t0 >= 800, "backed off before the third list");
+    await again.inf.stop();
   });
 
   it("an expired continue token (410 during a paged list) falls back to one unpaged list", async () => {

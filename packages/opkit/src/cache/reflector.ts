@@ -26,6 +26,7 @@ import {
   InvalidError,
   UnauthorizedError,
 } from "../client/errors.ts";
+import { ProtobufDecodeError } from "../client/protobuf/decode.ts";
 import type { KindRef, KubeList, KubeObject, WatchEvent } from "../client/types.ts";
 import { realClock, type Clock } from "../clock/index.ts";
 import { Backoff } from "./backoff.ts";
@@ -150,6 +151,8 @@ export class Reflector<T extends KubeObject> {
   /** Times the reflector had to list again after its first sync (410 Gone). */
   relists = 0;
   private listedOnce = false;
+  /** A protobuf list of this kind could not be decoded (the client reads it as JSON since). */
+  private protobufFailed = false;
 
   constructor(client: ListWatcher, kind: KindRef<T>, sink: ReflectorSink<T>, opts: ReflectorOptions<T> = {}) {
     this.client = client;
@@ -232,6 +235,11 @@ export class Reflector<T extends KubeObject> {
         if (this.stopped) break;
         if (err instanceof GoneError) {
           this.resourceVersion = undefined; // too old: relist (missing objects become deletes)
+          continue;
+        }
+        if (err instanceof ProtobufDecodeError && !this.protobufFailed) {
+          // The client now reads this kind as JSON: list again at once (only once, so never a loop).
+          this.protobufFailed = true;
           continue;
         }
         this.sink.error(err, state);

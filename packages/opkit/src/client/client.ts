@@ -14,6 +14,8 @@ import { NotFoundError } from "./errors.ts";
 import { RestMapper, resourcePath, type ResourceMapping } from "./mapping.ts";
 import { Transport, defaultUserAgent, type QueryValue, type TransportOptions } from "./transport.ts";
 import { parseListBody } from "./liststream.ts";
+import { ProtobufDecodeError, protobufMessage } from "./protobuf/decode.ts";
+import { PROTOBUF, parseProtobufList } from "./protobuf/list.ts";
 import { parseWatchStream } from "./watch.ts";
 import type { KindRef, KubeList, KubeObject, WatchEvent } from "./types.ts";
 
@@ -23,6 +25,14 @@ export interface ClientOptions extends TransportOptions {
   context?: string;
   /** Default field manager for writes and server-side apply (one per operator); also names the User-Agent. */
   fieldManager?: string;
+  /**
+   * Read lists handed over item by item (`onItem`, as the cache lists) as protobuf for the built-in kinds of
+   * the API's GA versions, as controller-runtime does (default true). The API server encodes protobuf about
+   * twice as fast as JSON and a third smaller; the objects are decoded to exactly what the JSON answer gives.
+   * A kind whose answer holds anything the pinned messages do not describe (a newer server's field) is read
+   * as JSON from then on.
+   */
+  protobuf?: boolean;
 }
 
 /** `KubeClient.load`'s options: where the kubeconfig is, and the client's options. */
@@ -221,6 +231,7 @@ export interface RawOptions extends CallOptions {
 
 const METADATA_LIST_ACCEPT =
   "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+const PROTOBUF_LIST_ACCEPT = `${PROTOBUF}, application/json`;
 const METADATA_ACCEPT = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
 
 const PATCH_CONTENT_TYPES: Record<PatchType, string> = {
@@ -234,6 +245,9 @@ interface Shared {
   transport: Transport;
   mapper: RestMapper;
   config: ClusterConfig;
+  protobuf: boolean;
+  /** `apiVersion/kind` of the kinds whose protobuf answer could not be decoded: read as JSON. */
+  jsonOnly: Set<string>;
 }
 
 /**
@@ -258,6 +272,7 @@ export class KubeClient {
   /** The signal a `withDefaults` view adds to every call. */
   readonly signal: AbortSignal | undefined;
   private readonly isView: boolean;
+  private readonly shared: Shared;
 
   private constructor(
     shared: Shared,
@@ -265,6 +280,7 @@ export class KubeClient {
     signal: AbortSignal | undefined,
     isView: boolean,
   ) {
+    this.shared = shared;
     this.transport = shared.transport;
     this.mapper = shared.mapper;
     this.config = shared.config;
@@ -299,7 +315,13 @@ export class KubeClient {
       userAgent: options.userAgent ?? defaultUserAgent(options.fieldManager),
     });
     return new KubeClient(
-      { transport, mapper: new RestMapper(transport), config: resolved },
+      {
+        transport,
+        mapper: new RestMapper(transport),
+        config: resolved,
+        protobuf: options.protobuf ?? true,
+        jsonOnly: new Set(),
+      },
       options.fieldManager ?? "opkit",
       undefined,
       false,
@@ -313,7 +335,7 @@ export class KubeClient {
    */
   withDefaults(defaults: ClientDefaults): KubeClient {
     return new KubeClient(
-      { transport: this.transport, mapper: this.mapper, config: this.config },
+      this.shared,
       defaults.fieldManager ?? this.fieldManager,
       combine(this.signal, defaults.signal),
       true,
@@ -372,27 +394,45 @@ export class KubeClient {
     const signal = this.signalFor(opts);
     const path = await this.pathFor(kind, signal, opts.namespace);
     const onItem = opts.onItem as ((item: T) => void) | undefined;
-    return this.transport.request<KubeList<T>>(
-      {
-        method: "GET",
-        path,
-        signal,
-        accept: opts.metadataOnly ? METADATA_LIST_ACCEPT : undefined,
-        query: {
-          labelSelector: opts.labelSelector,
-          fieldSelector: opts.fieldSelector,
-          shardSelector: opts.shardSelector,
-          limit: opts.limit,
-          continue: opts.continue,
-          resourceVersion: opts.resourceVersion,
-          resourceVersionMatch: opts.resourceVersionMatch,
+    const kindKey = `${kind.apiVersion}/${kind.kind}`;
+    const protobuf =
+      onItem !== undefined &&
+      !opts.metadataOnly &&
+      this.shared.protobuf &&
+      !this.shared.jsonOnly.has(kindKey) &&
+      protobufMessage(kind.apiVersion, kind.kind) !== undefined;
+    try {
+      return await this.transport.request<KubeList<T>>(
+        {
+          method: "GET",
+          path,
+          signal,
+          // The server answers JSON where it has no protobuf for the resource: the parser follows its answer.
+          accept: opts.metadataOnly ? METADATA_LIST_ACCEPT : protobuf ? PROTOBUF_LIST_ACCEPT : undefined,
+          query: {
+            labelSelector: opts.labelSelector,
+            fieldSelector: opts.fieldSelector,
+            shardSelector: opts.shardSelector,
+            limit: opts.limit,
+            continue: opts.continue,
+            resourceVersion: opts.resourceVersion,
+            resourceVersionMatch: opts.resourceVersionMatch,
+          },
         },
-      },
-      onItem
-        ? (chunks) =>
-            parseListBody<KubeList<T>>(chunks, onItem, { omitManagedFields: opts.omitManagedFields })
-        : undefined,
-    );
+        onItem
+          ? (chunks, contentType) =>
+              contentType.startsWith(PROTOBUF)
+                ? parseProtobufList<KubeList<T>>(chunks, onItem, {
+                    omitManagedFields: opts.omitManagedFields,
+                  })
+                : parseListBody<KubeList<T>>(chunks, onItem, { omitManagedFields: opts.omitManagedFields })
+          : undefined,
+      );
+    } catch (err) {
+      // Items may have been handed over already, so no silent second answer: the caller's retry reads JSON.
+      if (err instanceof ProtobufDecodeError) this.shared.jsonOnly.add(kindKey);
+      throw err;
+    }
   }
 
   /** Every page of a list (pages of `limit`, default 500), with the resourceVersion of the first page. */

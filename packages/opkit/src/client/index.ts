@@ -2,6 +2,7 @@
  * client — talking to the Kubernetes API: kubeconfig and in-cluster configuration (parsed here; only
  * auth-provider plugins load @kubernetes/client-node, on demand), credentials that follow rotation,
  * one HTTP pool per cluster (direct or through a proxy), discovery-based REST mapping, typed CRUD,
+ * lists read as protobuf for the built-in kinds (decoded to the JSON form),
  * patch, server-side apply, subresources, watch streams, AbortSignals, safe retries and typed errors.
  *
  * It knows nothing about caches, queues or controllers.
@@ -39,6 +40,7 @@ export {
   type Material,
 } from "./config.ts";
 export type { ResourceMapping } from "./mapping.ts";
+export { ProtobufDecodeError } from "./protobuf/decode.ts";
 export {
   AlreadyExistsError,
   BadRequestError,

@@ -32,6 +32,7 @@ import {
 } from "./errors.ts";
 import { proxyFor } from "./proxy.ts";
 import { typedErrors } from "./watch.ts";
+import { PROTOBUF, decodeProtobufStatus } from "./protobuf/list.ts";
 
 const requireCjs = createRequire(import.meta.url);
 
@@ -368,9 +369,26 @@ export class Transport {
   }
 
   /** Reads a whole answer; a connection lost on the way is a ConnectionError (sent), an abort typed. */
-  private async readBody(res: Dispatcher.ResponseData, signal: AbortSignal | undefined, info: RequestInfo) {
+  private async readBody(
+    res: Dispatcher.ResponseData,
+    signal: AbortSignal | undefined,
+    info: RequestInfo,
+    binary: false,
+  ): Promise<string>;
+  private async readBody(
+    res: Dispatcher.ResponseData,
+    signal: AbortSignal | undefined,
+    info: RequestInfo,
+    binary: true,
+  ): Promise<Buffer>;
+  private async readBody(
+    res: Dispatcher.ResponseData,
+    signal: AbortSignal | undefined,
+    info: RequestInfo,
+    binary: boolean,
+  ): Promise<string | Buffer> {
     try {
-      return await res.body.text();
+      return binary ? Buffer.from(await res.body.arrayBuffer()) : await res.body.text();
     } catch (err) {
       if (signal?.aborted) throw new RequestAbortedError(info, signal.reason);
       throw new ConnectionError(info, err, false);
@@ -379,12 +397,12 @@ export class Transport {
 
   /**
    * A request whose JSON answer is returned; failures throw typed errors. Retries as the module says.
-   * With `consume`, a 2xx body is handed to it as chunks instead (its result is returned): a body that breaks
+   * With `consume`, a 2xx body is handed to it as chunks, with its content type, instead (its result is returned): a body that breaks
    * midway then throws ConnectionError without a retry, since the consumer has already seen part of it.
    */
   async request<T>(
     opts: RequestOptions,
-    consume?: (chunks: AsyncIterable<unknown>) => Promise<T>,
+    consume?: (chunks: AsyncIterable<unknown>, contentType: string) => Promise<T>,
   ): Promise<T> {
     const info: RequestInfo = { method: opts.method, path: opts.path };
     const maxRetries = this.options.maxRetries ?? 5;
@@ -396,6 +414,8 @@ export class Transport {
     for (let attempt = 0; ;) {
       let code: number;
       let text: string;
+      /** A failure's Status when it came as protobuf. */
+      let status: Record<string, unknown> | undefined;
       let retryAfterSeconds: number | undefined;
       let authState: number;
       let dispatcher: Dispatcher | undefined;
@@ -406,11 +426,16 @@ export class Transport {
         authState = sent.authState;
         code = res.statusCode;
         retryAfterSeconds = retryAfter(res.headers);
+        const type = contentType(res.headers);
         if (consume && code >= 200 && code < 300) {
           consuming = true;
-          return await consume(typedErrors(res.body, info, opts.signal));
+          return await consume(typedErrors(res.body, info, opts.signal), type);
         }
-        text = await this.readBody(res, opts.signal, info);
+        if (type.startsWith(PROTOBUF)) {
+          const bytes = await this.readBody(res, opts.signal, info, true);
+          status = decodeProtobufStatus(bytes);
+          text = status ? "" : `an undecodable protobuf answer of ${bytes.length} bytes`;
+        } else text = await this.readBody(res, opts.signal, info, false);
       } catch (err) {
         // An answer silent past its idle timeout is on a dead connection, as a watch's is (see `stream`):
         // stop reusing it, or the next request waits for undici's probe of it (the idle timeout again).
@@ -435,7 +460,7 @@ export class Transport {
         reauthenticated = true;
         continue;
       }
-      const error = errorFromResponse(code, parseJson(text), info, { ambiguous });
+      const error = errorFromResponse(code, status ?? parseJson(text), info, { ambiguous });
       if (attempt < maxRetries && shouldRetry(error, idempotent)) {
         if (code >= 500 && opts.method !== "GET") ambiguous = true;
         await this.pause(
@@ -467,7 +492,7 @@ export class Transport {
         });
         return res.body;
       }
-      const text = await this.readBody(res, opts.signal, info);
+      const text = await this.readBody(res, opts.signal, info, false);
       if (res.statusCode === 401 && !reauthenticated && (await this.credentials.refresh(authState))) continue;
       throw errorFromResponse(res.statusCode, parseJson(text), info);
     }
@@ -575,6 +600,11 @@ function errorCode(err: unknown): string | undefined {
 function notSent(err: unknown): boolean {
   const code = errorCode(err);
   return code !== undefined && NOT_SENT_CODES.has(code);
+}
+
+function contentType(headers: Dispatcher.ResponseData["headers"]): string {
+  const type = headers["content-type"];
+  return (Array.isArray(type) ? type[0] : type) ?? "application/json";
 }
 
 function parseJson(text: string): unknown {

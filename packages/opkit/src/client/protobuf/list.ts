@@ -1,0 +1,244 @@
+/**
+ * A protobuf list answer parsed as it arrives, as liststream.ts does for JSON: each object is decoded as
+ * soon as its last byte is in, never holding the whole body.
+ *
+ * The body is `k8s\0` and a runtime.Unknown message: its typeMeta (the list's apiVersion and kind), its raw
+ * bytes (the list message: field 1 the ListMeta, field 2 each object) and the raw bytes' content type and
+ * encoding. The raw field is entered without waiting for its end; every other length-delimited field is
+ * read whole.
+ */
+import { ProtobufDecodeError, kindDecoder, protobufMessage, type KindDecoder } from "./decode.ts";
+import { STATUS } from "./messages.ts";
+
+/** The media type of Kubernetes protobuf. */
+export const PROTOBUF = "application/vnd.kubernetes.protobuf";
+
+const MAGIC = Buffer.from([0x6b, 0x38, 0x73, 0x00]); // "k8s\0"
+
+/** Bytes received and not yet consumed, as the chunks they came in. */
+class Bytes {
+  private chunks: Buffer[] = [];
+  /** Bytes in `chunks`, and how many of the first chunk are consumed. */
+  private size = 0;
+  private offset = 0;
+
+  push(chunk: Buffer): void {
+    this.chunks.push(chunk);
+    this.size += chunk.length;
+  }
+
+  get available(): number {
+    return this.size - this.offset;
+  }
+
+  /** The varint at the head and its length in bytes, without consuming it; undefined when incomplete. */
+  peekVarint(skip = 0): { value: number; length: number } | undefined {
+    let value = 0;
+    let scale = 1;
+    for (let i = 0; i < 10; i++) {
+      const b = this.byteAt(skip + i);
+      if (b === undefined) return undefined;
+      value += (b & 127) * scale;
+      if (b < 128) return { value, length: i + 1 };
+      scale *= 128;
+    }
+    throw new ProtobufDecodeError("a varint longer than 10 bytes");
+  }
+
+  private byteAt(i: number): number | undefined {
+    let at = this.offset + i;
+    for (const c of this.chunks) {
+      if (at < c.length) return c[at];
+      at -= c.length;
+    }
+    return undefined;
+  }
+
+  /** The next `n` bytes, consumed: a view when they lie in one chunk, else joined once. */
+  take(n: number): Buffer {
+    if (n === 0) return Buffer.alloc(0);
+    const first = this.chunks[0] as Buffer;
+    let out: Buffer;
+    if (this.offset + n <= first.length) {
+      out = first.subarray(this.offset, this.offset + n);
+      this.offset += n;
+    } else {
+      const parts: Buffer[] = [first.subarray(this.offset)];
+      let have = first.length - this.offset;
+      this.chunks.shift();
+      this.size -= first.length;
+      this.offset = 0;
+      while (have < n) {
+        const c = this.chunks[0] as Buffer;
+        const want = n - have;
+        if (c.length <= want) {
+          parts.push(c);
+          have += c.length;
+          this.chunks.shift();
+          this.size -= c.length;
+        } else {
+          parts.push(c.subarray(0, want));
+          have += want;
+          this.offset = want;
+        }
+      }
+      out = Buffer.concat(parts, n);
+    }
+    while (this.chunks.length > 0 && this.offset >= (this.chunks[0] as Buffer).length) {
+      this.size -= (this.chunks.shift() as Buffer).length;
+      this.offset = 0;
+    }
+    return out;
+  }
+}
+
+/** The string fields of a small message read whole (typeMeta: apiVersion 1, kind 2). */
+function stringFields(b: Buffer): Map<number, string> {
+  const out = new Map<number, string>();
+  let pos = 0;
+  while (pos < b.length) {
+    const tag = b[pos++] as number;
+    if ((tag & 7) !== 2 || tag >= 128) throw new ProtobufDecodeError("unexpected field in a type header");
+    let len = 0;
+    let scale = 1;
+    for (;;) {
+      const c = b[pos++];
+      if (c === undefined) throw new ProtobufDecodeError("a type header ends early");
+      len += (c & 127) * scale;
+      if (c < 128) break;
+      scale *= 128;
+    }
+    out.set(tag >>> 3, b.toString("utf8", pos, pos + len));
+    pos += len;
+  }
+  return out;
+}
+
+/**
+ * Parse a protobuf list body given chunk by chunk: `onItem` gets each object in order (without apiVersion
+ * and kind, as in a JSON list); the result is the list with an empty `items` array. Throws
+ * ProtobufDecodeError on anything the pinned messages do not describe.
+ */
+export async function parseProtobufList<L extends { items: unknown[] }>(
+  chunks: AsyncIterable<unknown>,
+  onItem: (item: L["items"][number]) => void,
+  opts: { omitManagedFields?: boolean } = {},
+): Promise<L> {
+  const omit = opts.omitManagedFields ?? false;
+  const bytes = new Bytes();
+  const strings = new Map<string, string>();
+  let magic = false;
+  let apiVersion = "";
+  let listKind = "";
+  let decoder: KindDecoder | undefined;
+  let metadata: Record<string, unknown> = {};
+  /** Bytes of the list message (the envelope's raw field) not yet consumed; -1 outside it. */
+  let rawLeft = -1;
+  let rawDone = false;
+
+  const step = (): boolean => {
+    if (!magic) {
+      if (bytes.available < 4) return false;
+      if (!bytes.take(4).equals(MAGIC)) throw new ProtobufDecodeError("not a Kubernetes protobuf answer");
+      magic = true;
+    }
+    const tag = bytes.peekVarint();
+    if (!tag) return false;
+    const len = bytes.peekVarint(tag.length);
+    if (!len) return false;
+    const header = tag.length + len.length;
+    if (rawLeft < 0) {
+      // A field of the envelope.
+      if ((tag.value & 7) !== 2) throw new ProtobufDecodeError("unexpected field in the envelope");
+      if (tag.value >>> 3 === 2) {
+        if (rawDone) throw new ProtobufDecodeError("two lists in one answer");
+        bytes.take(header);
+        rawLeft = len.value;
+        rawDone = true;
+        decoder = listDecoder(apiVersion, listKind);
+        if (rawLeft === 0) rawLeft = -1;
+        return true;
+      }
+      if (bytes.available < header + len.value) return false;
+      bytes.take(header);
+      const body = bytes.take(len.value);
+      const field = tag.value >>> 3;
+      if (field === 1) {
+        const typeMeta = stringFields(body);
+        apiVersion = typeMeta.get(1) ?? "";
+        listKind = typeMeta.get(2) ?? "";
+      } else if (field === 3 && body.length > 0) {
+        throw new ProtobufDecodeError(`content encoding ${body.toString()} is not supported`);
+      }
+      return true;
+    }
+    // A field of the list message.
+    if (bytes.available < header + len.value) return false;
+    if (header + len.value > rawLeft) throw new ProtobufDecodeError("a list field overruns the list");
+    bytes.take(header);
+    const body = bytes.take(len.value);
+    rawLeft -= header + len.value;
+    if (rawLeft === 0) rawLeft = -1;
+    const d = decoder as KindDecoder;
+    if (tag.value === ((2 << 3) | 2)) onItem(d.item(body, 0, body.length, omit, strings));
+    else if (tag.value === ((1 << 3) | 2)) metadata = d.listMeta(body, 0, body.length);
+    else throw new ProtobufDecodeError(`field ${tag.value >>> 3} is not in a list`);
+    return true;
+  };
+
+  for await (const chunk of chunks) {
+    bytes.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string, "latin1"));
+    while (step());
+  }
+  if (!rawDone || rawLeft >= 0 || bytes.available > 0)
+    throw new ProtobufDecodeError("the list answer ended early");
+  return { apiVersion, kind: listKind, metadata, items: [] } as unknown as L;
+}
+
+function listDecoder(apiVersion: string, listKind: string): KindDecoder {
+  if (!listKind.endsWith("List")) throw new ProtobufDecodeError(`${listKind || "no kind"} is not a list`);
+  const id = protobufMessage(apiVersion, listKind.slice(0, -"List".length));
+  if (id === undefined) throw new ProtobufDecodeError(`no protobuf message for ${apiVersion} ${listKind}`);
+  return kindDecoder(id);
+}
+
+/**
+ * The Status of a failure answered in protobuf (the server answers errors in the format the request asked
+ * for), in its JSON form with its kind and apiVersion; undefined when the body is not one.
+ */
+export function decodeProtobufStatus(body: Buffer): Record<string, unknown> | undefined {
+  try {
+    if (body.length < 4 || !body.subarray(0, 4).equals(MAGIC)) return undefined;
+    let pos = 4;
+    let typeMeta = new Map<number, string>();
+    let raw: [number, number] | undefined;
+    const varint = (): number => {
+      let v = 0;
+      let scale = 1;
+      for (let i = 0; i < 10; i++) {
+        const b = body[pos++];
+        if (b === undefined) throw new ProtobufDecodeError("a Status ends early");
+        v += (b & 127) * scale;
+        if (b < 128) return v;
+        scale *= 128;
+      }
+      throw new ProtobufDecodeError("a varint longer than 10 bytes");
+    };
+    while (pos < body.length) {
+      const tag = varint();
+      if ((tag & 7) !== 2) return undefined;
+      const length = varint(); // (read before pos is: the varint moves it)
+      const end = pos + length;
+      if (end > body.length) return undefined;
+      if (tag >>> 3 === 1) typeMeta = stringFields(body.subarray(pos, end));
+      else if (tag >>> 3 === 2) raw = [pos, end];
+      pos = end;
+    }
+    if (typeMeta.get(2) !== "Status" || !raw) return undefined;
+    const status = kindDecoder(STATUS).item(body, raw[0], raw[1], false, new Map());
+    return { kind: "Status", apiVersion: typeMeta.get(1) ?? "v1", ...status };
+  } catch (err) {
+    if (err instanceof ProtobufDecodeError) return undefined;
+    throw err;
+  }
+}

@@ -1,0 +1,257 @@
+/**
+ * The protobuf list decoder on hand-encoded answers: JSON's rules (order, omitempty, zero values, times,
+ * negative numbers, bytes), answers split at every byte, and every malformed input refused with
+ * ProtobufDecodeError; the client then reads the kind as JSON. protobuf.int.test.ts compares it with the
+ * JSON answers of a real server for every kind.
+ */
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { KubeClient } from "../client.ts";
+import { CORE_V1_DISCOVERY, fakeApiServer } from "../testdata/fake-apiserver.ts";
+import { kindRef, type KubeObject } from "../types.ts";
+import { ProtobufDecodeError } from "./decode.ts";
+import { decodeProtobufStatus, parseProtobufList } from "./list.ts";
+
+// A minimal encoder: enough to write the answers the API server sends.
+function varint(n: number | bigint): Buffer {
+  let v = BigInt.asUintN(64, BigInt(n));
+  const out: number[] = [];
+  do {
+    const b = Number(v & 127n);
+    v >>= 7n;
+    out.push(v ? b | 128 : b);
+  } while (v);
+  return Buffer.from(out);
+}
+const field = (num: number, value: Buffer | string): Buffer => {
+  const b = typeof value === "string" ? Buffer.from(value) : value;
+  return Buffer.concat([varint((num << 3) | 2), varint(b.length), b]);
+};
+const num = (n: number, v: number | bigint): Buffer => Buffer.concat([varint(n << 3), varint(v)]);
+const msg = (...parts: Buffer[]): Buffer => Buffer.concat(parts);
+
+function answer(apiVersion: string, kind: string, list: Buffer): Buffer {
+  return Buffer.concat([
+    Buffer.from("k8s\0", "latin1"),
+    field(1, msg(field(1, apiVersion), field(2, kind))),
+    field(2, list),
+    field(3, ""),
+    field(4, ""),
+  ]);
+}
+
+const meta = (name: string, extra: Buffer[] = []): Buffer =>
+  msg(field(1, name), field(3, "ns"), field(6, "42"), num(7, 0), field(8, msg(num(1, 1767323045))), ...extra);
+
+const configMaps = answer(
+  "v1",
+  "ConfigMapList",
+  msg(
+    field(1, msg(field(2, "99"))),
+    // data and binaryData before metadata on the wire; JSON's order is metadata, immutable, data, binaryData.
+    field(
+      2,
+      msg(
+        field(2, msg(field(1, "b"), field(2, "x"))),
+        field(2, msg(field(1, "a"), field(2, ""))),
+        field(3, msg(field(1, "raw"), field(2, Buffer.from([0, 255, 128])))),
+        field(1, meta("one", [field(11, msg(field(1, "app"), field(2, "é😀")))])),
+      ),
+    ),
+    field(2, msg(field(1, meta("two")), num(4, 1))),
+  ),
+);
+
+async function decode(body: Buffer, chunkSize = body.length, omitManagedFields = false) {
+  const items: unknown[] = [];
+  async function* chunks() {
+    for (let i = 0; i < body.length; i += chunkSize) yield body.subarray(i, i + chunkSize);
+  }
+  const list = await parseProtobufList(chunks(), (o) => items.push(o), { omitManagedFields });
+  return { list, items };
+}
+
+describe("protobuf lists", () => {
+  it("decodes to the JSON form: JSON's key order, zero values left out as JSON leaves them", async () => {
+    const { list, items } = await decode(configMaps);
+    assert.deepEqual(list, {
+      apiVersion: "v1",
+      kind: "ConfigMapList",
+      metadata: { resourceVersion: "99" },
+      items: [],
+    });
+    assert.equal(
+      JSON.stringify(items),
+      JSON.stringify([
+        {
+          metadata: {
+            name: "one",
+            namespace: "ns",
+            resourceVersion: "42",
+            creationTimestamp: "2026-01-02T03:04:05Z",
+            labels: { app: "é😀" },
+          },
+          data: { b: "x", a: "" },
+          binaryData: { raw: "AP+A" },
+        },
+        {
+          metadata: {
+            name: "two",
+            namespace: "ns",
+            resourceVersion: "42",
+            creationTimestamp: "2026-01-02T03:04:05Z",
+          },
+          immutable: true,
+        },
+      ]),
+    );
+  });
+
+  it("gives the same objects whatever the chunks (every split, down to one byte)", async () => {
+    const whole = JSON.stringify((await decode(configMaps)).items);
+    for (const size of [1, 2, 3, 5, 8, 13, 64])
+      assert.equal(JSON.stringify((await decode(configMaps, size)).items), whole, `chunks of ${size}`);
+  });
+
+  it("reads negative and large numbers, pointers to zero, micro times and a zero creation time", async () => {
+    const priority = answer(
+      "scheduling.k8s.io/v1",
+      "PriorityClassList",
+      msg(field(2, msg(field(1, msg(field(1, "low"))), num(2, -5), num(3, 0), field(5, "")))),
+    );
+    // value is not omitempty: -5 sent as a 10-byte varint; a pointer to "" is kept; creationTimestamp
+    // (omitzero) absent is left out.
+    assert.deepEqual((await decode(priority)).items, [
+      { metadata: { name: "low" }, value: -5, preemptionPolicy: "" },
+    ]);
+    const lease = answer(
+      "coordination.k8s.io/v1",
+      "LeaseList",
+      msg(
+        field(
+          2,
+          msg(
+            field(1, msg(field(1, "l"), num(7, 2 ** 53 - 1))),
+            field(2, msg(num(2, 0), field(3, msg(num(1, 1767323045), num(2, 123_456_789))), field(4, msg()))),
+          ),
+        ),
+      ),
+    );
+    assert.deepEqual((await decode(lease)).items, [
+      {
+        metadata: { name: "l", generation: 2 ** 53 - 1 },
+        spec: { leaseDurationSeconds: 0, acquireTime: "2026-01-02T03:04:05.123456Z", renewTime: null },
+      },
+    ]);
+  });
+
+  it("leaves managedFields out unread when asked", async () => {
+    const entry = msg(field(1, "mgr"), field(2, "Update"));
+    const body = answer("v1", "ConfigMapList", msg(field(2, msg(field(1, meta("m", [field(17, entry)]))))));
+    const kept = (await decode(body)).items[0] as KubeObject;
+    assert.deepEqual(kept.metadata.managedFields, [{ manager: "mgr", operation: "Update" }]);
+    const cut = (await decode(body, body.length, true)).items[0] as KubeObject;
+    assert.equal(cut.metadata.managedFields, undefined);
+  });
+
+  it("refuses what the pinned messages do not describe, and malformed answers", async () => {
+    const bad = (list: Buffer, kind = "ConfigMapList"): Promise<unknown> => decode(answer("v1", kind, list));
+    // A field number a newer server might add.
+    await assert.rejects(bad(msg(field(2, msg(field(99, "new"))))), ProtobufDecodeError);
+    // A known field with the wrong wire type.
+    await assert.rejects(bad(msg(field(2, msg(num(2, 1))))), ProtobufDecodeError);
+    // A kind the table does not have.
+    await assert.rejects(bad(msg(), "WidgetList"), ProtobufDecodeError);
+    // Embedded lengths that overrun their message.
+    await assert.rejects(bad(msg(field(2, Buffer.from([0x0a, 0x05, 0x61])))), ProtobufDecodeError);
+    // Truncated anywhere: the list ends early.
+    for (const cut of [3, 10, configMaps.length - 1])
+      await assert.rejects(decode(configMaps.subarray(0, cut)), ProtobufDecodeError, `cut at ${cut}`);
+    await assert.rejects(decode(Buffer.from('{"kind":"ConfigMapList"}')), ProtobufDecodeError);
+    // A compressed payload is not read.
+    const gz = Buffer.concat([
+      Buffer.from("k8s\0", "latin1"),
+      field(1, msg(field(1, "v1"), field(2, "ConfigMapList"))),
+      field(3, "gzip"),
+      field(2, msg()),
+    ]);
+    await assert.rejects(decode(gz), ProtobufDecodeError);
+  });
+
+  it("decodes a failure's Status", () => {
+    const status = answer(
+      "v1",
+      "Status",
+      msg(field(1, msg()), field(2, "Failure"), field(3, "gone"), field(4, "Expired"), num(6, 410)),
+    );
+    assert.deepEqual(decodeProtobufStatus(status), {
+      kind: "Status",
+      apiVersion: "v1",
+      metadata: {},
+      status: "Failure",
+      message: "gone",
+      reason: "Expired",
+      code: 410,
+    });
+    assert.equal(decodeProtobufStatus(Buffer.from("not protobuf")), undefined);
+  });
+});
+
+describe("KubeClient with protobuf", () => {
+  it("asks for protobuf for item-by-item lists of built-in kinds; after an answer it cannot decode, JSON", async () => {
+    const srv = await fakeApiServer((req) => {
+      if (req.url === "/api/v1") return CORE_V1_DISCOVERY;
+      if (String(req.headers.accept).startsWith("application/vnd.kubernetes.protobuf"))
+        return (res) => {
+          res.writeHead(200, { "content-type": "application/vnd.kubernetes.protobuf" });
+          res.end(answer("v1", "ConfigMapList", msg(field(2, msg(field(99, "a field from the future"))))));
+        };
+      return {
+        status: 200,
+        body: { kind: "ConfigMapList", apiVersion: "v1", metadata: {}, items: [{ metadata: { name: "a" } }] },
+      };
+    });
+    const client = await KubeClient.fromConfig(
+      { server: srv.url, token: "t" },
+      { sleep: async () => undefined },
+    );
+    try {
+      const ConfigMaps = kindRef<KubeObject>("v1", "ConfigMap");
+      const items: KubeObject[] = [];
+      const onItem = (o: KubeObject): number => items.push(o);
+      await assert.rejects(client.list(ConfigMaps, { namespace: "ns", onItem }), ProtobufDecodeError);
+      await client.list(ConfigMaps, { namespace: "ns", onItem });
+      assert.deepEqual(
+        items.map((o) => o.metadata.name),
+        ["a"],
+      );
+      // Whole lists (no onItem) and metadata-only lists are JSON.
+      await client.list(ConfigMaps, { namespace: "ns" });
+      const accepts = srv.requests.filter((r) => r.url !== "/api/v1").map((r) => String(r.headers.accept));
+      assert.deepEqual(accepts, [
+        "application/vnd.kubernetes.protobuf, application/json",
+        "application/json",
+        "application/json",
+      ]);
+    } finally {
+      await client.close();
+      await srv.close();
+    }
+  });
+
+  it("never asks for protobuf with protobuf: false", async () => {
+    const srv = await fakeApiServer((req) =>
+      req.url === "/api/v1"
+        ? CORE_V1_DISCOVERY
+        : { status: 200, body: { kind: "ConfigMapList", apiVersion: "v1", metadata: {}, items: [] } },
+    );
+    const off = await KubeClient.fromConfig({ server: srv.url, token: "t" }, { protobuf: false });
+    try {
+      await off.list(kindRef<KubeObject>("v1", "ConfigMap"), { namespace: "ns", onItem: () => undefined });
+      assert.equal(srv.requests.at(-1)?.headers.accept, "application/json");
+    } finally {
+      await off.close();
+      await srv.close();
+    }
+  });
+});
