@@ -7,7 +7,13 @@
  * encoding. The raw field is entered without waiting for its end; every other length-delimited field is
  * read whole.
  */
-import { ProtobufDecodeError, kindDecoder, protobufMessage, type KindDecoder } from "./decode.ts";
+import {
+  ProtobufDecodeError,
+  kindDecoder,
+  protobufMessage,
+  type KindDecoder,
+  type StringTable,
+} from "./decode.ts";
 import { STATUS } from "./messages.ts";
 
 /** The media type of Kubernetes protobuf. */
@@ -126,7 +132,7 @@ export async function parseProtobufList<L extends { items: unknown[] }>(
 ): Promise<L> {
   const omit = opts.omitManagedFields ?? false;
   const bytes = new Bytes();
-  const strings = new Map<string, string>();
+  const strings: StringTable = new Map();
   let magic = false;
   let apiVersion = "";
   let listKind = "";
