@@ -1,7 +1,8 @@
 /**
  * opkit's cache of Pods, for `make bench`'s cache-memory and startup figures: a KubeClient and a Cache
  * holding every Pod of --namespace (all namespaces when absent), full objects or --metadata-only,
- * synced, then one JSON line (see report.ts). --stay keeps it running for sampling.
+ * synced, then one JSON line (see report.ts). --stay keeps it running for sampling; --json reads the Pods as
+ * JSON instead of protobuf.
  */
 import { Cache, KubeClient, Pods, cacheKind } from "opkit";
 import { arg, cpuSeconds, report } from "./report.ts";
@@ -9,7 +10,8 @@ import { arg, cpuSeconds, report } from "./report.ts";
 const kubeconfig = arg("kubeconfig");
 const namespace = arg("namespace");
 const metadataOnly = process.argv.includes("--metadata-only");
-const client = await KubeClient.load(kubeconfig ? { kubeconfig } : {});
+const protobuf = !process.argv.includes("--json");
+const client = await KubeClient.load(kubeconfig ? { kubeconfig, protobuf } : { protobuf });
 // The REST mapping of Pods (discovery, which also opens the connection) before the clock starts, as the Go
 // probe's GetInformer does before its span: both time start → synced.
 await client.mapping(Pods);
