@@ -197,6 +197,83 @@ describe("protobuf lists", () => {
   });
 });
 
+describe("protobuf lists: what Go's JSON gives for the same object", () => {
+  it("a time at the Unix epoch is that time, not null (only an empty Time message is the zero time)", async () => {
+    // metav1.Time/MicroTime: Marshal writes nothing for the zero time only; the epoch is a non-zero time
+    // sent as {seconds: 0, nanos: 0}, which Go's JSON writes as "1970-01-01T00:00:00Z".
+    const epoch = msg(num(1, 0), num(2, 0));
+    const configMaps = answer(
+      "v1",
+      "ConfigMapList",
+      msg(field(2, msg(field(1, msg(field(1, "e"), field(8, epoch)))))),
+    );
+    assert.equal(
+      JSON.stringify((await decode(configMaps)).items),
+      JSON.stringify([{ metadata: { name: "e", creationTimestamp: "1970-01-01T00:00:00Z" } }]),
+    );
+    const leases = answer(
+      "coordination.k8s.io/v1",
+      "LeaseList",
+      msg(field(2, msg(field(1, msg(field(1, "l"))), field(2, msg(field(4, epoch)))))),
+    );
+    assert.equal(
+      JSON.stringify((await decode(leases)).items),
+      JSON.stringify([{ metadata: { name: "l" }, spec: { renewTime: "1970-01-01T00:00:00.000000Z" } }]),
+    );
+  });
+
+  it("a string with invalid UTF-8 (a Go client may write any bytes) is what Go's JSON makes of it", async () => {
+    // encoding/json writes one U+FFFD per invalid byte: e2 82 41 is "\ufffd\ufffdA" (Node's decoder: "\ufffdA").
+    const configMaps = answer(
+      "v1",
+      "ConfigMapList",
+      msg(
+        field(
+          2,
+          msg(
+            field(1, msg(field(1, "u"))),
+            field(2, msg(field(1, "a"), field(2, Buffer.from([0xe2, 0x82, 0x41])))),
+            field(2, msg(field(1, "b"), field(2, Buffer.from([0xf0, 0x9f, 0x98])))),
+            field(
+              2,
+              msg(field(1, "c"), field(2, Buffer.from([0xed, 0xa0, 0x80, 0xc0, 0xaf, 0x61, 0xc3, 0xa9]))),
+            ),
+          ),
+        ),
+      ),
+    );
+    // (The values of Go's json.Marshal for these bytes.)
+    assert.equal(
+      JSON.stringify((await decode(configMaps)).items),
+      JSON.stringify([
+        {
+          metadata: { name: "u" },
+          data: { a: "\ufffd\ufffdA", b: "\ufffd\ufffd\ufffd", c: "\ufffd\ufffd\ufffd\ufffd\ufffdaé" },
+        },
+      ]),
+    );
+  });
+
+  it("a map key __proto__ (a valid ConfigMap key) is an own key, as JSON.parse makes it", async () => {
+    const configMaps = answer(
+      "v1",
+      "ConfigMapList",
+      msg(
+        field(
+          2,
+          msg(
+            field(1, msg(field(1, "p"))),
+            field(2, msg(field(1, "__proto__"), field(2, "x"))),
+            field(2, msg(field(1, "a"), field(2, "b"))),
+          ),
+        ),
+      ),
+    );
+    const [item] = (await decode(configMaps)).items;
+    assert.deepStrictEqual(item, JSON.parse('{"metadata":{"name":"p"},"data":{"__proto__":"x","a":"b"}}'));
+  });
+});
+
 describe("KubeClient with protobuf", () => {
   it("asks for protobuf for item-by-item lists of built-in kinds; after an answer it cannot decode, JSON", async () => {
     const srv = await fakeApiServer((req) => {
