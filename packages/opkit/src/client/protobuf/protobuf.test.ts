@@ -254,6 +254,46 @@ describe("protobuf lists: what Go's JSON gives for the same object", () => {
     );
   });
 
+  it("a pointer Go's JSON does not omit (no omitempty) is null when nil: a PVC's dataSource.apiGroup", async () => {
+    // TypedLocalObjectReference.APIGroup is `*string json:"apiGroup"`; Probe's grpc.service, a scaleIO
+    // source's secretRef and 13 more are alike.
+    const claims = answer(
+      "v1",
+      "PersistentVolumeClaimList",
+      msg(
+        field(
+          2,
+          msg(
+            field(1, msg(field(1, "c"))),
+            field(2, msg(field(7, msg(field(2, "PersistentVolumeClaim"), field(3, "src"))))),
+          ),
+        ),
+      ),
+    );
+    // (Go's json.Marshal of the object.)
+    assert.equal(
+      JSON.stringify((await decode(claims)).items),
+      '[{"metadata":{"name":"c"},"spec":{"resources":{},"dataSource":{"apiGroup":null,"kind":"PersistentVolumeClaim","name":"src"}},"status":{}}]',
+    );
+  });
+
+  it("a CSR's extra value is a list even when empty (gogo makes each value ExtraValue{}, never nil)", async () => {
+    const csrs = answer(
+      "certificates.k8s.io/v1",
+      "CertificateSigningRequestList",
+      msg(
+        field(
+          2,
+          msg(field(1, msg(field(1, "csr"))), field(2, msg(field(6, msg(field(1, "k"), field(2, msg())))))),
+        ),
+      ),
+    );
+    assert.equal(
+      JSON.stringify((await decode(csrs)).items),
+      '[{"metadata":{"name":"csr"},"spec":{"request":null,"signerName":"","extra":{"k":[]}},"status":{}}]',
+    );
+  });
+
   it("a map key __proto__ (a valid ConfigMap key) is an own key, as JSON.parse makes it", async () => {
     const configMaps = answer(
       "v1",
