@@ -6,6 +6,9 @@
  */
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { Agent, request } from "undici";
+import type { Material } from "../config.ts";
 import { useTestEnv, type TestEnv } from "../../testenv/testing.ts";
 import { KubeClient } from "../client.ts";
 import { kindRef, type KubeObject } from "../types.ts";
@@ -269,6 +272,55 @@ function objects(ns: string): KubeObject[] {
   ];
 }
 
+// A minimal protobuf encoder, to write what only a protobuf client can: a string with invalid UTF-8.
+function varint(n: number): Buffer {
+  const out: number[] = [];
+  do {
+    const b = n % 128;
+    n = Math.floor(n / 128);
+    out.push(n ? b | 128 : b);
+  } while (n);
+  return Buffer.from(out);
+}
+const field = (num: number, value: Buffer | string): Buffer => {
+  const b = typeof value === "string" ? Buffer.from(value) : value;
+  return Buffer.concat([varint((num << 3) | 2), varint(b.length), b]);
+};
+
+function pem(m: Material | undefined): Buffer | undefined {
+  if (!m) return undefined;
+  return "data" in m ? Buffer.from(m.data) : readFileSync(m.file);
+}
+
+/** Create a ConfigMap through the protobuf API, as a Go client would. */
+async function createWithProtobuf(env: TestEnv, ns: string, name: string, data: Record<string, Buffer>) {
+  const c = env.client.config;
+  const configMap = Buffer.concat([
+    field(1, Buffer.concat([field(1, name), field(3, ns)])),
+    ...Object.entries(data).map(([k, v]) => field(2, Buffer.concat([field(1, k), field(2, v)]))),
+  ]);
+  const body = Buffer.concat([
+    Buffer.from("k8s\0", "latin1"),
+    field(1, Buffer.concat([field(1, "v1"), field(2, "ConfigMap")])),
+    field(2, configMap),
+  ]);
+  const agent = new Agent({
+    connect: { ca: pem(c.certificateAuthority), cert: pem(c.clientCertificate), key: pem(c.clientKey) },
+  });
+  try {
+    const res = await request(`${c.server}/api/v1/namespaces/${ns}/configmaps`, {
+      method: "POST",
+      body,
+      headers: { "content-type": "application/vnd.kubernetes.protobuf", accept: "application/json" },
+      dispatcher: agent,
+    });
+    const text = await res.body.text();
+    assert.equal(res.statusCode, 201, text);
+  } finally {
+    await agent.close();
+  }
+}
+
 /** Each kind of `objects`, plus kinds the server itself fills (nodes, conversions). */
 const KINDS: [string, string][] = [
   ["v1", "Pod"],
@@ -310,6 +362,11 @@ describe("protobuf lists against opkit env, unusual objects", () => {
       if (!o.metadata.namespace) clusterScoped.push([o.apiVersion, o.kind, o.metadata.name ?? ""]);
     }
     assert.deepEqual(refused, []);
+    // A Go client's truncated text: an emoji and a euro sign cut inside their bytes.
+    await createWithProtobuf(env, ns, "utf8", {
+      emoji: Buffer.from([0x61, 0xf0, 0x9f, 0x98]),
+      euro: Buffer.from([0xe2, 0x82, 0x41]),
+    });
     json = await KubeClient.fromConfig(env.client.config, { protobuf: false });
   });
   after(async () => {
