@@ -359,7 +359,8 @@ describe("protobuf lists against opkit env, unusual objects", () => {
     const refused: string[] = [];
     for (const o of objects(ns)) {
       await env.client.create(o).catch((err: unknown) => refused.push(String(err)));
-      if (!o.metadata.namespace) clusterScoped.push([o.apiVersion, o.kind, o.metadata.name ?? ""]);
+      if (!o.metadata.namespace)
+        clusterScoped.push([o.apiVersion ?? "", o.kind ?? "", o.metadata.name ?? ""]);
     }
     assert.deepEqual(refused, []);
     // A Go client's truncated text: an emoji and a euro sign cut inside their bytes.
