@@ -6,6 +6,7 @@
  */
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
+import { Cache } from "../../cache/cache.ts";
 import { KubeClient } from "../client.ts";
 import { CORE_V1_DISCOVERY, fakeApiServer } from "../testdata/fake-apiserver.ts";
 import { kindRef, type KubeObject } from "../types.ts";
@@ -351,6 +352,86 @@ describe("KubeClient with protobuf", () => {
         "application/json",
       ]);
     } finally {
+      await client.close();
+      await srv.close();
+    }
+  });
+
+  it("an informer whose first list cannot be decoded lists again at once as JSON and syncs: no error, no loop", async () => {
+    // A large answer (the decoder stops while most of it is still on its way) with a field from the future
+    // in its second object: the body is cut unread, the kind is read as JSON from then on.
+    const item = (name: string): Buffer =>
+      field(
+        2,
+        msg(
+          field(1, msg(field(1, name), field(3, "ns"), field(6, "5"))),
+          field(2, msg(field(1, "k"), field(2, "v".repeat(2000)))),
+        ),
+      );
+    const protobufList = answer(
+      "v1",
+      "ConfigMapList",
+      msg(
+        field(1, msg(field(2, "5"))),
+        item("a"),
+        field(2, msg(field(1, msg(field(1, "b"))), field(99, "new"))),
+        ...Array.from({ length: 500 }, (_, i) => item(`c${i}`)),
+      ),
+    );
+    const srv = await fakeApiServer((req) => {
+      if (req.url === "/api/v1") return CORE_V1_DISCOVERY;
+      if (req.url.includes("watch=true")) return "hang";
+      if (String(req.headers.accept).startsWith("application/vnd.kubernetes.protobuf"))
+        return (res) => {
+          res.writeHead(200, { "content-type": "application/vnd.kubernetes.protobuf" });
+          let at = 0;
+          const next = (): void => {
+            if (res.destroyed) return;
+            if (at >= protobufList.length) return void res.end();
+            res.write(protobufList.subarray(at, (at += 16 * 1024)));
+            setTimeout(next, 2);
+          };
+          next();
+        };
+      return {
+        status: 200,
+        body: {
+          kind: "ConfigMapList",
+          apiVersion: "v1",
+          metadata: { resourceVersion: "5" },
+          items: ["a", "b"].map((name) => ({ metadata: { name, namespace: "ns", resourceVersion: "5" } })),
+        },
+      };
+    });
+    const client = await KubeClient.fromConfig(
+      { server: srv.url, token: "t" },
+      { sleep: async () => undefined },
+    );
+    const ConfigMaps = kindRef<KubeObject>("v1", "ConfigMap");
+    const cache = new Cache(client, { namespace: "ns" });
+    const informer = cache.informer(ConfigMaps);
+    const errors: unknown[] = [];
+    informer.onError = (err) => void errors.push(err);
+    cache.start();
+    try {
+      await cache.waitForSync(10_000);
+      assert.deepEqual(
+        informer
+          .list()
+          .map((o) => o.metadata.name)
+          .sort(),
+        ["a", "b"],
+      );
+      assert.deepEqual(errors, []);
+      const lists = srv.requests.filter(
+        (r) => r.url.startsWith("/api/v1/namespaces/ns/configmaps") && !r.url.includes("watch=true"),
+      );
+      assert.deepEqual(
+        lists.map((r) => String(r.headers.accept)),
+        ["application/vnd.kubernetes.protobuf, application/json", "application/json"],
+      );
+    } finally {
+      await cache.stop();
       await client.close();
       await srv.close();
     }
