@@ -408,10 +408,9 @@ describe("KubeClient with protobuf", () => {
       { sleep: async () => undefined },
     );
     const ConfigMaps = kindRef<KubeObject>("v1", "ConfigMap");
-    const cache = new Cache(client, { namespace: "ns" });
-    const informer = cache.informer(ConfigMaps);
     const errors: unknown[] = [];
-    informer.onError = (err) => void errors.push(err);
+    const cache = new Cache(client, { namespace: "ns", onError: (err) => void errors.push(err) });
+    const informer = cache.informer(ConfigMaps);
     cache.start();
     try {
       await cache.waitForSync(10_000);
