@@ -241,6 +241,22 @@ describe("typedErrors", () => {
     await assert.rejects(next, RequestAbortedError);
   });
 
+  it("after the caller's abort hands over nothing more, not even what arrived before it", async () => {
+    // As a stream iterator: a body cut by the signal reads nothing more. Held data handed over after the
+    // abort would reach a stopped informer's handlers (stop() aborts, then awaits the loop).
+    const ac = new AbortController();
+    const body = new Readable({ read() {} });
+    const it = typedErrors(body, req, ac.signal);
+    const first = it.next();
+    body.push("a");
+    assert.equal(String((await first).value), "a");
+    body.push("b"); // arrives while the consumer is busy
+    await turn();
+    ac.abort(new Error("stop"));
+    body.destroy(new Error("aborted"));
+    await assert.rejects(it.next(), RequestAbortedError);
+  });
+
   it("destroys the body when its consumer stops early (the connection is released)", async () => {
     const body = new Readable({ read() {} });
     body.push("a");

@@ -209,6 +209,9 @@ export async function* typedErrors(
   });
   try {
     for (;;) {
+      // A body cut by the caller's signal hands over nothing more, not even what it held (as a stream
+      // iterator reads nothing from a destroyed stream): an informer being stopped gets no late events.
+      if (signal?.aborted) throw signal.reason;
       if (held.length > 0) {
         const batch = held.splice(0);
         heldBytes = 0;
@@ -232,7 +235,13 @@ export async function* typedErrors(
   } finally {
     stopWatching();
     body.off("data", onData);
-    // A consumer that stopped early (or failed) releases the connection, as a stream iterator does.
-    if (!ended) body.destroy();
+    // A consumer that stopped early (or failed) releases the connection, as a stream iterator does. The
+    // body's error for that cut, or for an abort still on its way, finds a listener (none would crash).
+    if (!ended) {
+      body.on("error", ignore);
+      body.destroy();
+    }
   }
 }
+
+function ignore(): void {}

@@ -129,6 +129,8 @@ function zeroValue(f: Field): string {
       return "0";
     case "q":
       return '"0"';
+    case "w":
+      return "[]"; // a map's []string value: ExtraValue{} in gogo
     case "m":
       return `m${f.ref}(pos)`; // an empty message: its own zero values
     default:
@@ -175,7 +177,11 @@ function messageSource(id: number, todo: number[]): string {
         `case ${(f.num << 3) | LEN}: { const e = lenEnd(); let k = "", x; ` +
           `while (pos < e) { const t = varint(); ` +
           `if (t === 10) k = str(); else if (t === ${(2 << 3) | wireType(f.kind)}) x = ${value}; else unexpected(t, "map entry"); } ` +
-          `(${v} ??= {})[k] = x === undefined ? ${zero} : x; break; }`,
+          // JSON.parse makes "__proto__" an own key (a valid ConfigMap key, DRA attribute name...); an
+          // assignment would set the map's prototype instead, or be ignored for a string.
+          `if (x === undefined) x = ${zero}; ${v} ??= {}; ` +
+          `if (k === "__proto__") Object.defineProperty(${v}, k, { value: x, writable: true, enumerable: true, configurable: true }); ` +
+          `else ${v}[k] = x; break; }`,
       );
       return;
     }
@@ -208,7 +214,11 @@ function messageSource(id: number, todo: number[]): string {
     }
     const key = JSON.stringify(f.name);
     if (f.pointer) {
-      build.push(`if (${v} !== undefined) o[${key}] = ${f.repeated ? `${v}.slice()` : v};`);
+      const present = f.repeated ? `${v}.slice()` : v;
+      // A nil pointer is null in Go's JSON unless omitempty/omitzero drops it (TypedLocalObjectReference's
+      // apiGroup, a gRPC probe's service).
+      if (f.omitEmpty || f.omitZero) build.push(`if (${v} !== undefined) o[${key}] = ${present};`);
+      else build.push(`o[${key}] = ${v} === undefined ? null : ${present};`);
       return;
     }
     // A field Go holds by value is in its JSON even when the message did not carry it: its zero value.
@@ -308,18 +318,50 @@ function str() {
   pos = e;
   return s;
 }
-function decodeText(from, to) { return utf8 ? buf.utf8Slice(from, to) : buf.toString("utf8", from, to); }
+/**
+ * buf[from, to) as text. Invalid UTF-8 (a Go client may write any bytes): Go's JSON makes each invalid byte
+ * one U+FFFD, where Node replaces a truncated sequence (e2 82) with one.
+ */
+function decodeText(from, to) {
+  const s = utf8 ? buf.utf8Slice(from, to) : buf.toString("utf8", from, to);
+  return s.indexOf("\ufffd") >= 0 ? goUtf8(from, to) : s;
+}
+/** buf[start, end) as Go's encoding/json writes a string: each byte of an invalid sequence is one U+FFFD. */
+function goUtf8(start, end) {
+  let out = "", run = start, i = start;
+  while (i < end) {
+    const b = buf[i];
+    if (b < 0x80) { i++; continue; }
+    // utf8.DecodeRune's ranges: the second byte's range depends on the first (no overlong forms, no
+    // surrogates, nothing past U+10FFFF).
+    const n = b >= 0xc2 && b <= 0xdf ? 2 : b >= 0xe0 && b <= 0xef ? 3 : b >= 0xf0 && b <= 0xf4 ? 4 : 0;
+    const lo = b === 0xe0 ? 0xa0 : b === 0xf0 ? 0x90 : 0x80;
+    const hi = b === 0xed ? 0x9f : b === 0xf4 ? 0x8f : 0xbf;
+    let ok = n > 0 && i + n <= end && buf[i + 1] >= lo && buf[i + 1] <= hi;
+    for (let k = 2; ok && k < n; k++) ok = buf[i + k] >= 0x80 && buf[i + k] <= 0xbf;
+    if (ok) { i += n; continue; }
+    out += buf.toString("utf8", run, i) + "\ufffd";
+    run = ++i;
+  }
+  return out + buf.toString("utf8", run, end);
+}
 function bytes() { const e = lenEnd(); const s = buf.toString("base64", pos, e); pos = e; return s; }
 let lastSeconds = NaN, lastText = "";
-/** metav1.Time (RFC 3339 in seconds) or MicroTime (microseconds); a zero time is null in JSON. */
+/**
+ * metav1.Time (RFC 3339 in seconds) or MicroTime (microseconds); a zero time is null in JSON. Go sends the
+ * zero time as an empty message and any other as {seconds, nanos}, both always written: {0, 0} is the Unix
+ * epoch, "1970-01-01T00:00:00Z" in JSON. (Time drops the nanoseconds, MicroTime truncates them to micros.)
+ */
 function time(micro) {
   const e = lenEnd();
+  if (pos === e) return null;
   let s = 0, n = 0;
   while (pos < e) {
     const t = varint();
     if (t === 8) s = int64(); else if (t === 16) n = int32(); else unexpected(t, "a time");
   }
-  if (s === 0 && n === 0) return null;
+  // time.Unix(s, ...) is Go's zero time (0001-01-01T00:00:00Z) at this second and no microsecond.
+  if (s === -62135596800 && (!micro || n < 1000)) return null;
   if (s < -62135596800 || s > 253402300799) throw new ProtobufDecodeError("a time outside the years 1-9999");
   if (micro) return new Date(s * 1000).toISOString().slice(0, 19) + "." + String(Math.floor(n / 1000)).padStart(6, "0") + "Z";
   if (s !== lastSeconds) { lastSeconds = s; lastText = new Date(s * 1000).toISOString().slice(0, 19) + "Z"; }
@@ -348,16 +390,19 @@ function rawJson() {
   while (pos < e) {
     const t = varint();
     if (t !== 10) unexpected(t, "raw JSON");
-    const text = str();
+    // Raw JSON text reaches a JSON client as Go wrote it, invalid bytes and all: decoded as Node does.
+    const e2 = lenEnd();
+    const text = buf.toString("utf8", pos, e2);
+    pos = e2;
     try { v = JSON.parse(text); } catch { throw new ProtobufDecodeError("an embedded object is not JSON"); }
   }
   return v;
 }
-/** A map's []string value, wrapped in a message; an empty one is nil in Go, null in JSON. */
+/** A map's []string value, wrapped in a message; gogo makes each value ExtraValue{}: [] when empty, never null. */
 function strings() {
   const e = lenEnd();
-  let a = null;
-  while (pos < e) { const t = varint(); if (t === 10) (a ??= []).push(str()); else unexpected(t, "a string list"); }
+  const a = [];
+  while (pos < e) { const t = varint(); if (t === 10) a.push(str()); else unexpected(t, "a string list"); }
   return a;
 }
 `;

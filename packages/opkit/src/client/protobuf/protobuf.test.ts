@@ -6,6 +6,7 @@
  */
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
+import { Cache } from "../../cache/cache.ts";
 import { KubeClient } from "../client.ts";
 import { CORE_V1_DISCOVERY, fakeApiServer } from "../testdata/fake-apiserver.ts";
 import { kindRef, type KubeObject } from "../types.ts";
@@ -197,6 +198,123 @@ describe("protobuf lists", () => {
   });
 });
 
+describe("protobuf lists: what Go's JSON gives for the same object", () => {
+  it("a time at the Unix epoch is that time, not null (only an empty Time message is the zero time)", async () => {
+    // metav1.Time/MicroTime: Marshal writes nothing for the zero time only; the epoch is a non-zero time
+    // sent as {seconds: 0, nanos: 0}, which Go's JSON writes as "1970-01-01T00:00:00Z".
+    const epoch = msg(num(1, 0), num(2, 0));
+    const configMaps = answer(
+      "v1",
+      "ConfigMapList",
+      msg(field(2, msg(field(1, msg(field(1, "e"), field(8, epoch)))))),
+    );
+    assert.equal(
+      JSON.stringify((await decode(configMaps)).items),
+      JSON.stringify([{ metadata: { name: "e", creationTimestamp: "1970-01-01T00:00:00Z" } }]),
+    );
+    const leases = answer(
+      "coordination.k8s.io/v1",
+      "LeaseList",
+      msg(field(2, msg(field(1, msg(field(1, "l"))), field(2, msg(field(4, epoch)))))),
+    );
+    assert.equal(
+      JSON.stringify((await decode(leases)).items),
+      JSON.stringify([{ metadata: { name: "l" }, spec: { renewTime: "1970-01-01T00:00:00.000000Z" } }]),
+    );
+  });
+
+  it("a string with invalid UTF-8 (a Go client may write any bytes) is what Go's JSON makes of it", async () => {
+    // encoding/json writes one U+FFFD per invalid byte: e2 82 41 is "\ufffd\ufffdA" (Node's decoder: "\ufffdA").
+    const configMaps = answer(
+      "v1",
+      "ConfigMapList",
+      msg(
+        field(
+          2,
+          msg(
+            field(1, msg(field(1, "u"))),
+            field(2, msg(field(1, "a"), field(2, Buffer.from([0xe2, 0x82, 0x41])))),
+            field(2, msg(field(1, "b"), field(2, Buffer.from([0xf0, 0x9f, 0x98])))),
+            field(
+              2,
+              msg(field(1, "c"), field(2, Buffer.from([0xed, 0xa0, 0x80, 0xc0, 0xaf, 0x61, 0xc3, 0xa9]))),
+            ),
+          ),
+        ),
+      ),
+    );
+    // (The values of Go's json.Marshal for these bytes.)
+    assert.equal(
+      JSON.stringify((await decode(configMaps)).items),
+      JSON.stringify([
+        {
+          metadata: { name: "u" },
+          data: { a: "\ufffd\ufffdA", b: "\ufffd\ufffd\ufffd", c: "\ufffd\ufffd\ufffd\ufffd\ufffdaé" },
+        },
+      ]),
+    );
+  });
+
+  it("a pointer Go's JSON does not omit (no omitempty) is null when nil: a PVC's dataSource.apiGroup", async () => {
+    // TypedLocalObjectReference.APIGroup is `*string json:"apiGroup"`; Probe's grpc.service, a scaleIO
+    // source's secretRef and 13 more are alike.
+    const claims = answer(
+      "v1",
+      "PersistentVolumeClaimList",
+      msg(
+        field(
+          2,
+          msg(
+            field(1, msg(field(1, "c"))),
+            field(2, msg(field(7, msg(field(2, "PersistentVolumeClaim"), field(3, "src"))))),
+          ),
+        ),
+      ),
+    );
+    // (Go's json.Marshal of the object.)
+    assert.equal(
+      JSON.stringify((await decode(claims)).items),
+      '[{"metadata":{"name":"c"},"spec":{"resources":{},"dataSource":{"apiGroup":null,"kind":"PersistentVolumeClaim","name":"src"}},"status":{}}]',
+    );
+  });
+
+  it("a CSR's extra value is a list even when empty (gogo makes each value ExtraValue{}, never nil)", async () => {
+    const csrs = answer(
+      "certificates.k8s.io/v1",
+      "CertificateSigningRequestList",
+      msg(
+        field(
+          2,
+          msg(field(1, msg(field(1, "csr"))), field(2, msg(field(6, msg(field(1, "k"), field(2, msg())))))),
+        ),
+      ),
+    );
+    assert.equal(
+      JSON.stringify((await decode(csrs)).items),
+      '[{"metadata":{"name":"csr"},"spec":{"request":null,"signerName":"","extra":{"k":[]}},"status":{}}]',
+    );
+  });
+
+  it("a map key __proto__ (a valid ConfigMap key) is an own key, as JSON.parse makes it", async () => {
+    const configMaps = answer(
+      "v1",
+      "ConfigMapList",
+      msg(
+        field(
+          2,
+          msg(
+            field(1, msg(field(1, "p"))),
+            field(2, msg(field(1, "__proto__"), field(2, "x"))),
+            field(2, msg(field(1, "a"), field(2, "b"))),
+          ),
+        ),
+      ),
+    );
+    const [item] = (await decode(configMaps)).items;
+    assert.deepStrictEqual(item, JSON.parse('{"metadata":{"name":"p"},"data":{"__proto__":"x","a":"b"}}'));
+  });
+});
+
 describe("KubeClient with protobuf", () => {
   it("asks for protobuf for item-by-item lists of built-in kinds; after an answer it cannot decode, JSON", async () => {
     const srv = await fakeApiServer((req) => {
@@ -234,6 +352,85 @@ describe("KubeClient with protobuf", () => {
         "application/json",
       ]);
     } finally {
+      await client.close();
+      await srv.close();
+    }
+  });
+
+  it("an informer whose first list cannot be decoded lists again at once as JSON and syncs: no error, no loop", async () => {
+    // A large answer (the decoder stops while most of it is still on its way) with a field from the future
+    // in its second object: the body is cut unread, the kind is read as JSON from then on.
+    const item = (name: string): Buffer =>
+      field(
+        2,
+        msg(
+          field(1, msg(field(1, name), field(3, "ns"), field(6, "5"))),
+          field(2, msg(field(1, "k"), field(2, "v".repeat(2000)))),
+        ),
+      );
+    const protobufList = answer(
+      "v1",
+      "ConfigMapList",
+      msg(
+        field(1, msg(field(2, "5"))),
+        item("a"),
+        field(2, msg(field(1, msg(field(1, "b"))), field(99, "new"))),
+        ...Array.from({ length: 500 }, (_, i) => item(`c${i}`)),
+      ),
+    );
+    const srv = await fakeApiServer((req) => {
+      if (req.url === "/api/v1") return CORE_V1_DISCOVERY;
+      if (req.url.includes("watch=true")) return "hang";
+      if (String(req.headers.accept).startsWith("application/vnd.kubernetes.protobuf"))
+        return (res) => {
+          res.writeHead(200, { "content-type": "application/vnd.kubernetes.protobuf" });
+          let at = 0;
+          const next = (): void => {
+            if (res.destroyed) return;
+            if (at >= protobufList.length) return void res.end();
+            res.write(protobufList.subarray(at, (at += 16 * 1024)));
+            setTimeout(next, 2);
+          };
+          next();
+        };
+      return {
+        status: 200,
+        body: {
+          kind: "ConfigMapList",
+          apiVersion: "v1",
+          metadata: { resourceVersion: "5" },
+          items: ["a", "b"].map((name) => ({ metadata: { name, namespace: "ns", resourceVersion: "5" } })),
+        },
+      };
+    });
+    const client = await KubeClient.fromConfig(
+      { server: srv.url, token: "t" },
+      { sleep: async () => undefined },
+    );
+    const ConfigMaps = kindRef<KubeObject>("v1", "ConfigMap");
+    const errors: unknown[] = [];
+    const cache = new Cache(client, { namespace: "ns", onError: (err) => void errors.push(err) });
+    const informer = cache.informer(ConfigMaps);
+    cache.start();
+    try {
+      await cache.waitForSync(10_000);
+      assert.deepEqual(
+        informer
+          .list()
+          .map((o) => o.metadata.name)
+          .sort(),
+        ["a", "b"],
+      );
+      assert.deepEqual(errors, []);
+      const lists = srv.requests.filter(
+        (r) => r.url.startsWith("/api/v1/namespaces/ns/configmaps") && !r.url.includes("watch=true"),
+      );
+      assert.deepEqual(
+        lists.map((r) => String(r.headers.accept)),
+        ["application/vnd.kubernetes.protobuf, application/json", "application/json"],
+      );
+    } finally {
+      await cache.stop();
       await client.close();
       await srv.close();
     }
