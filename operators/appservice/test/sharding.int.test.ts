@@ -98,7 +98,9 @@ function assertNoOverlap(replicas: Replica[]): number {
 }
 
 async function metrics(r: Replica): Promise<Sample[]> {
-  return scrape(`http://127.0.0.1:${r.metricsPort}/metrics`);
+  // A measurement, not what is tested: under make test's load three replicas, the API server and other
+  // test files share 2 cores, and a 5 s scrape once timed out while the replicas were reconciling.
+  return scrape(`http://127.0.0.1:${r.metricsPort}/metrics`, { timeoutMs: 20_000 });
 }
 
 function sum(samples: Sample[], name: string): number {
