@@ -98,25 +98,27 @@ class Bytes {
   }
 }
 
+/** The length-delimited fields of a small message held whole (`what` names it in errors): number → bytes. */
+function lengthFields(b: Buffer, what: string): Map<number, Buffer> {
+  const bytes = new Bytes();
+  bytes.push(b);
+  const out = new Map<number, Buffer>();
+  while (bytes.available > 0) {
+    const tag = bytes.peekVarint();
+    const len = tag && bytes.peekVarint(tag.length);
+    if (!tag || !len || bytes.available < tag.length + len.length + len.value)
+      throw new ProtobufDecodeError(`${what} ends early`);
+    if ((tag.value & 7) !== 2) throw new ProtobufDecodeError(`unexpected field in ${what}`);
+    bytes.take(tag.length + len.length);
+    out.set(tag.value >>> 3, bytes.take(len.value));
+  }
+  return out;
+}
+
 /** The string fields of a small message read whole (typeMeta: apiVersion 1, kind 2). */
 function stringFields(b: Buffer): Map<number, string> {
   const out = new Map<number, string>();
-  let pos = 0;
-  while (pos < b.length) {
-    const tag = b[pos++] as number;
-    if ((tag & 7) !== 2 || tag >= 128) throw new ProtobufDecodeError("unexpected field in a type header");
-    let len = 0;
-    let scale = 1;
-    for (;;) {
-      const c = b[pos++];
-      if (c === undefined) throw new ProtobufDecodeError("a type header ends early");
-      len += (c & 127) * scale;
-      if (c < 128) break;
-      scale *= 128;
-    }
-    out.set(tag >>> 3, b.toString("utf8", pos, pos + len));
-    pos += len;
-  }
+  for (const [num, value] of lengthFields(b, "a type header")) out.set(num, value.toString("utf8"));
   return out;
 }
 
@@ -215,33 +217,11 @@ function listDecoder(apiVersion: string, listKind: string): KindDecoder {
 export function decodeProtobufStatus(body: Buffer): Record<string, unknown> | undefined {
   try {
     if (body.length < 4 || !body.subarray(0, 4).equals(MAGIC)) return undefined;
-    let pos = 4;
-    let typeMeta = new Map<number, string>();
-    let raw: [number, number] | undefined;
-    const varint = (): number => {
-      let v = 0;
-      let scale = 1;
-      for (let i = 0; i < 10; i++) {
-        const b = body[pos++];
-        if (b === undefined) throw new ProtobufDecodeError("a Status ends early");
-        v += (b & 127) * scale;
-        if (b < 128) return v;
-        scale *= 128;
-      }
-      throw new ProtobufDecodeError("a varint longer than 10 bytes");
-    };
-    while (pos < body.length) {
-      const tag = varint();
-      if ((tag & 7) !== 2) return undefined;
-      const length = varint(); // (read before pos is: the varint moves it)
-      const end = pos + length;
-      if (end > body.length) return undefined;
-      if (tag >>> 3 === 1) typeMeta = stringFields(body.subarray(pos, end));
-      else if (tag >>> 3 === 2) raw = [pos, end];
-      pos = end;
-    }
+    const envelope = lengthFields(body.subarray(4), "a Status");
+    const typeMeta = stringFields(envelope.get(1) ?? Buffer.alloc(0));
+    const raw = envelope.get(2);
     if (typeMeta.get(2) !== "Status" || !raw) return undefined;
-    const status = kindDecoder(STATUS).item(body, raw[0], raw[1], false, new Map());
+    const status = kindDecoder(STATUS).item(raw, 0, raw.length, false, new Map());
     return { kind: "Status", apiVersion: typeMeta.get(1) ?? "v1", ...status };
   } catch (err) {
     if (err instanceof ProtobufDecodeError) return undefined;
