@@ -59,6 +59,11 @@ async function probe(impl: Impl, kubeconfig: string, goBin: string, namespace: s
   }
 }
 
+/** One list of values per implementation. */
+function byImpl(): Record<Impl, number[]> {
+  return { go: [], "go-json": [], opkit: [], "opkit-json": [], "opkit-metadata": [], "client-node": [] };
+}
+
 /** The cache-memory figures for each size. */
 export async function runCacheMemory(o: {
   kubeconfig: string;
@@ -74,30 +79,9 @@ export async function runCacheMemory(o: {
   for (const size of [...o.sizes].sort((a, b) => a - b)) {
     o.log(`cache: ${size} Pending Pods in ${FULL}`);
     await ensurePods(client, FULL, size);
-    const perPod: Record<Impl, number[]> = {
-      go: [],
-      "go-json": [],
-      opkit: [],
-      "opkit-json": [],
-      "opkit-metadata": [],
-      "client-node": [],
-    };
-    const heapPerPod: Record<Impl, number[]> = {
-      go: [],
-      "go-json": [],
-      opkit: [],
-      "opkit-json": [],
-      "opkit-metadata": [],
-      "client-node": [],
-    };
-    const sync: Record<Impl, number[]> = {
-      go: [],
-      "go-json": [],
-      opkit: [],
-      "opkit-json": [],
-      "opkit-metadata": [],
-      "client-node": [],
-    };
+    const perPod: Record<Impl, number[]> = byImpl();
+    const heapPerPod: Record<Impl, number[]> = byImpl();
+    const sync: Record<Impl, number[]> = byImpl();
     for (let r = 0; r < o.reps; r++) {
       for (const impl of impls) {
         const empty = await probe(impl, o.kubeconfig, o.goBin, EMPTY);
