@@ -431,11 +431,7 @@ export class Transport {
           consuming = true;
           return await consume(typedErrors(res.body, info, opts.signal), type);
         }
-        if (type.startsWith(PROTOBUF)) {
-          const bytes = await this.readBody(res, opts.signal, info, true);
-          status = decodeProtobufStatus(bytes);
-          text = status ? "" : `an undecodable protobuf answer of ${bytes.length} bytes`;
-        } else text = await this.readBody(res, opts.signal, info, false);
+        ({ text, status } = await this.readFailure(res, type, opts.signal, info));
       } catch (err) {
         // An answer silent past its idle timeout is on a dead connection, as a watch's is (see `stream`):
         // stop reusing it, or the next request waits for undici's probe of it (the idle timeout again).
@@ -481,21 +477,40 @@ export class Transport {
    * the credentials could cure.
    */
   async stream(opts: RequestOptions): Promise<Readable> {
+    return (await this.streamResponse(opts)).body;
+  }
+
+  /** `stream`, with the answer's content type (a watch asked for protobuf may be answered in JSON). */
+  async streamResponse(opts: RequestOptions): Promise<{ body: Readable; contentType: string }> {
     const info: RequestInfo = { method: opts.method, path: opts.path };
     for (let reauthenticated = false; ; reauthenticated = true) {
       const { res, authState } = await this.send(opts, info);
+      const type = contentType(res.headers);
       if (res.statusCode >= 200 && res.statusCode < 300) {
         const dispatcher = this.dispatcher;
         // A watch silent past its idle timeout is on a dead connection: stop reusing it.
         res.body.once("error", (err) => {
           if (isTimeout(err) && dispatcher) this.resetConnections(dispatcher);
         });
-        return res.body;
+        return { body: res.body, contentType: type };
       }
-      const text = await this.readBody(res, opts.signal, info, false);
+      const { text, status } = await this.readFailure(res, type, opts.signal, info);
       if (res.statusCode === 401 && !reauthenticated && (await this.credentials.refresh(authState))) continue;
-      throw errorFromResponse(res.statusCode, parseJson(text), info);
+      throw errorFromResponse(res.statusCode, status ?? parseJson(text), info);
     }
+  }
+
+  /** A failure's body: its Status when it came as protobuf (the format the request asked for), else its text. */
+  private async readFailure(
+    res: Dispatcher.ResponseData,
+    type: string,
+    signal: AbortSignal | undefined,
+    info: RequestInfo,
+  ): Promise<{ text: string; status?: Record<string, unknown> }> {
+    if (!type.startsWith(PROTOBUF)) return { text: await this.readBody(res, signal, info, false) };
+    const bytes = await this.readBody(res, signal, info, true);
+    const status = decodeProtobufStatus(bytes);
+    return { text: status ? "" : `an undecodable protobuf answer of ${bytes.length} bytes`, status };
   }
 
   private noteWarnings(header: string | string[] | undefined, request: RequestInfo): void {

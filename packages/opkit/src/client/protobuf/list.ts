@@ -19,10 +19,11 @@ import { STATUS } from "./messages.ts";
 /** The media type of Kubernetes protobuf. */
 export const PROTOBUF = "application/vnd.kubernetes.protobuf";
 
-const MAGIC = Buffer.from([0x6b, 0x38, 0x73, 0x00]); // "k8s\0"
+/** What every protobuf object and list begins with. */
+export const MAGIC = Buffer.from([0x6b, 0x38, 0x73, 0x00]); // "k8s\0"
 
 /** Bytes received and not yet consumed, as the chunks they came in. */
-class Bytes {
+export class Bytes {
   private chunks: Buffer[] = [];
   /** Bytes in `chunks`, and how many of the first chunk are consumed. */
   private size = 0;
@@ -49,6 +50,15 @@ class Bytes {
       scale *= 128;
     }
     throw new ProtobufDecodeError("a varint longer than 10 bytes");
+  }
+
+  /** The big-endian uint32 at the head (a watch frame's length), without consuming it; undefined when incomplete. */
+  peekUint32(): number | undefined {
+    if (this.available < 4) return undefined;
+    return (
+      (this.byteAt(0) as number) * 0x1000000 +
+      (((this.byteAt(1) as number) << 16) | ((this.byteAt(2) as number) << 8) | (this.byteAt(3) as number))
+    );
   }
 
   private byteAt(i: number): number | undefined {
@@ -99,7 +109,7 @@ class Bytes {
 }
 
 /** The length-delimited fields of a small message held whole (`what` names it in errors): number → bytes. */
-function lengthFields(b: Buffer, what: string): Map<number, Buffer> {
+export function lengthFields(b: Buffer, what: string): Map<number, Buffer> {
   const bytes = new Bytes();
   bytes.push(b);
   const out = new Map<number, Buffer>();
@@ -116,7 +126,7 @@ function lengthFields(b: Buffer, what: string): Map<number, Buffer> {
 }
 
 /** The string fields of a small message read whole (typeMeta: apiVersion 1, kind 2). */
-function stringFields(b: Buffer): Map<number, string> {
+export function stringFields(b: Buffer): Map<number, string> {
   const out = new Map<number, string>();
   for (const [num, value] of lengthFields(b, "a type header")) out.set(num, value.toString("utf8"));
   return out;

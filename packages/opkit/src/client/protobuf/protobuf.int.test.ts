@@ -5,6 +5,9 @@
  * controller revisions, the system's pods and config) are compared along with a set made to reach the
  * special forms: inlined volume sources, int-or-string in both forms, quantities, binary data, raw
  * extensions, micro times, negative numbers, empty and missing values.
+ *
+ * Watches likewise: the same objects created, changed and deleted, seen through a protobuf watch and a
+ * JSON watch from one resourceVersion, give the same events in the same order, byte for byte.
  */
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
@@ -12,7 +15,7 @@ import { Cache } from "../../cache/cache.ts";
 import { useTestEnv, type TestEnv } from "../../testenv/testing.ts";
 import { KubeClient } from "../client.ts";
 import { InvalidError, UnknownKindError } from "../errors.ts";
-import { kindRef, type KubeObject } from "../types.ts";
+import { kindRef, type KubeObject, type WatchEvent } from "../types.ts";
 import { KINDS } from "./messages.ts";
 
 function objects(ns: string): KubeObject[] {
@@ -277,6 +280,113 @@ describe("protobuf lists against opkit env", () => {
     assert.ok(items >= 30, `compared ${items} objects`);
   });
 
+  it("watches every kind of the set as protobuf: the JSON stream's events, in order, byte for byte", async () => {
+    const ws = await env.namespace("pbwatch");
+    const mine = objects(ws).filter((o) => o.metadata.namespace === ws);
+    const kinds = [...new Map(mine.map((o) => [`${o.apiVersion}/${o.kind}`, o])).values()].map((o) =>
+      kindRef<KubeObject>(o.apiVersion ?? "", o.kind ?? ""),
+    );
+    const rv = (await json.list(kindRef<KubeObject>("v1", "ConfigMap"), { namespace: ws })).metadata
+      .resourceVersion;
+    const abort = new AbortController();
+    /** Per kind, the events of each stream, until every object of that kind was seen deleted. */
+    const collect = async (client: KubeClient, ref: (typeof kinds)[number], omitManagedFields: boolean) => {
+      const names = new Set(mine.filter((o) => o.kind === ref.kind).map((o) => o.metadata.name));
+      const seen: WatchEvent<KubeObject>[] = [];
+      const deleted = new Set<string>();
+      for await (const ev of await client.watch(ref, {
+        namespace: ws,
+        resourceVersion: rv,
+        allowWatchBookmarks: false,
+        omitManagedFields,
+        signal: abort.signal,
+      })) {
+        seen.push(ev);
+        if (ev.type === "DELETED") deleted.add(ev.object.metadata.name ?? "");
+        if ([...names].every((n) => deleted.has(n ?? ""))) return seen;
+      }
+      return seen;
+    };
+    const streams = kinds.flatMap((ref) =>
+      [false, true].map((omit) => ({
+        key: `${ref.apiVersion}/${ref.kind}${omit ? " (managedFields left out)" : ""}`,
+        both: Promise.all([collect(env.client, ref, omit), collect(json, ref, omit)]),
+      })),
+    );
+    const timer = setTimeout(
+      () => abort.abort(new Error("the watches did not see every deletion in 60 s")),
+      60_000,
+    );
+    try {
+      for (const o of mine) await env.client.create(o);
+      for (const o of mine) {
+        const ref = kindRef<KubeObject>(o.apiVersion ?? "", o.kind ?? "");
+        await env.client.patch(
+          ref,
+          o.metadata.name ?? "",
+          { metadata: { labels: { changed: "yes" } } },
+          {
+            namespace: ws,
+            type: "merge",
+          },
+        );
+      }
+      for (const o of mine)
+        await env.client.delete(
+          kindRef<KubeObject>(o.apiVersion ?? "", o.kind ?? ""),
+          o.metadata.name ?? "",
+          {
+            namespace: ws,
+          },
+        );
+      let events = 0;
+      for (const { key, both } of streams) {
+        const [fromProtobuf, fromJson] = await both;
+        assert.equal(fromProtobuf.length, fromJson.length, key);
+        for (let i = 0; i < fromJson.length; i++)
+          assert.equal(JSON.stringify(fromProtobuf[i]), JSON.stringify(fromJson[i]), `${key} event ${i}`);
+        events += fromJson.length;
+      }
+      assert.ok(kinds.length >= 12, `watched ${kinds.length} kinds`);
+      assert.ok(events >= 3 * 2 * mine.length, `compared ${events} events`);
+    } finally {
+      clearTimeout(timer);
+      abort.abort();
+    }
+  });
+
+  it("watches as protobuf: the initial events and the bookmark that closes them, as the JSON stream has them", async () => {
+    const ConfigMaps = kindRef<KubeObject>("v1", "ConfigMap");
+    const initial = async (client: KubeClient) => {
+      const added: WatchEvent<KubeObject>[] = [];
+      const abort = new AbortController();
+      try {
+        for await (const ev of await client.watch(ConfigMaps, {
+          namespace: ns,
+          sendInitialEvents: true,
+          allowWatchBookmarks: true,
+          signal: abort.signal,
+        })) {
+          if (ev.type === "ADDED") added.push(ev);
+          else if (ev.type === "BOOKMARK") {
+            if (ev.object.metadata.annotations?.["k8s.io/initial-events-end"] !== "true") continue;
+            added.sort((a, b) => (a.object.metadata.name ?? "").localeCompare(b.object.metadata.name ?? ""));
+            // Each request reads its own resourceVersion.
+            const { resourceVersion, ...rest } = ev.object.metadata;
+            assert.match(resourceVersion ?? "", /^\d+$/);
+            return { added, bookmark: { ...ev.object, metadata: rest } };
+          }
+        }
+        throw new Error("the watch ended before its initial events did");
+      } finally {
+        abort.abort();
+      }
+    };
+    const [a, b] = [await initial(env.client), await initial(json)];
+    assert.ok(a.added.length >= 3, "cfg, bin and kube-root-ca.crt");
+    assert.equal(JSON.stringify(a), JSON.stringify(b));
+  });
+
   it("turns a failure answered in protobuf into its typed error, with the server's message", async () => {
     await assert.rejects(
       env.client.list(kindRef<KubeObject>("v1", "ConfigMap"), {
@@ -309,6 +419,18 @@ describe("protobuf lists against opkit env", () => {
         const cached = got.find((c) => c.metadata.name === o.metadata.name);
         assert.deepEqual(cached, o, o.metadata.name);
       }
+      // Then its watch (protobuf too): a new object arrives as the JSON answer has it.
+      await env.client.create({
+        apiVersion: "v1",
+        kind: "ConfigMap",
+        metadata: { name: "later", namespace: ns, labels: { app: "proto" } },
+        data: { k: "v" },
+      } as KubeObject);
+      const later = await json.get(ConfigMaps, "later", { namespace: ns });
+      delete later.metadata.managedFields;
+      for (let i = 0; i < 100 && !cache.get(ConfigMaps, "later", { namespace: ns }); i++)
+        await new Promise((r) => setTimeout(r, 100));
+      assert.deepEqual(cache.get(ConfigMaps, "later", { namespace: ns }), later);
     } finally {
       await cache.stop();
     }

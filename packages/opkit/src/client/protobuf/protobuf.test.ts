@@ -12,6 +12,9 @@ import { CORE_V1_DISCOVERY, fakeApiServer } from "../testdata/fake-apiserver.ts"
 import { kindRef, type KubeObject } from "../types.ts";
 import { ProtobufDecodeError } from "./decode.ts";
 import { decodeProtobufStatus, parseProtobufList } from "./list.ts";
+import { parseProtobufWatchStream } from "./watch.ts";
+import { Readable } from "node:stream";
+import { ConnectionError, GoneError } from "../errors.ts";
 
 // A minimal encoder: enough to write the answers the API server sends.
 function varint(n: number | bigint): Buffer {
@@ -448,6 +451,229 @@ describe("KubeClient with protobuf", () => {
       assert.equal(srv.requests.at(-1)?.headers.accept, "application/json");
     } finally {
       await off.close();
+      await srv.close();
+    }
+  });
+});
+
+/** A watch frame: a big-endian length and a WatchEvent whose object is a protobuf body of its own. */
+function frame(type: string, apiVersion: string, kind: string, object: Buffer): Buffer {
+  const event = msg(field(1, type), field(2, msg(field(1, answer(apiVersion, kind, object)))));
+  const length = Buffer.alloc(4);
+  length.writeUInt32BE(event.length);
+  return Buffer.concat([length, event]);
+}
+
+const cmObject = (name: string, rv: string, data: Buffer[] = []): Buffer =>
+  msg(
+    field(1, msg(field(1, name), field(3, "ns"), field(6, rv), num(7, 0), field(8, msg(num(1, 1767323045))))),
+    ...data,
+  );
+
+const watchBody = Buffer.concat([
+  frame("ADDED", "v1", "ConfigMap", cmObject("one", "10", [field(2, msg(field(1, "a"), field(2, "x")))])),
+  frame(
+    "MODIFIED",
+    "v1",
+    "ConfigMap",
+    cmObject("one", "11", [field(2, msg(field(1, "a"), field(2, "é😀")))]),
+  ),
+  // A bookmark: an empty object but for its resourceVersion, as the server writes it.
+  frame("BOOKMARK", "v1", "ConfigMap", msg(field(1, msg(field(6, "12"), field(8, msg()))))),
+  frame("DELETED", "v1", "ConfigMap", cmObject("one", "13")),
+]);
+
+const watchEvents = [
+  {
+    type: "ADDED",
+    object: {
+      kind: "ConfigMap",
+      apiVersion: "v1",
+      metadata: {
+        name: "one",
+        namespace: "ns",
+        resourceVersion: "10",
+        creationTimestamp: "2026-01-02T03:04:05Z",
+      },
+      data: { a: "x" },
+    },
+  },
+  {
+    type: "MODIFIED",
+    object: {
+      kind: "ConfigMap",
+      apiVersion: "v1",
+      metadata: {
+        name: "one",
+        namespace: "ns",
+        resourceVersion: "11",
+        creationTimestamp: "2026-01-02T03:04:05Z",
+      },
+      data: { a: "é😀" },
+    },
+  },
+  {
+    type: "BOOKMARK",
+    // creationTimestamp is omitzero (k8s.io/apimachinery 0.36): a zero time is left out, as in the JSON stream.
+    object: { kind: "ConfigMap", apiVersion: "v1", metadata: { resourceVersion: "12" } },
+  },
+  {
+    type: "DELETED",
+    object: {
+      kind: "ConfigMap",
+      apiVersion: "v1",
+      metadata: {
+        name: "one",
+        namespace: "ns",
+        resourceVersion: "13",
+        creationTimestamp: "2026-01-02T03:04:05Z",
+      },
+    },
+  },
+];
+
+const REQUEST = { method: "GET" as const, path: "/api/v1/configmaps?watch=true" };
+
+async function watchAll(
+  body: Buffer,
+  chunkSize = body.length,
+): Promise<{ events: unknown[]; error?: unknown }> {
+  const chunks: Buffer[] = [];
+  for (let i = 0; i < body.length; i += chunkSize) chunks.push(body.subarray(i, i + chunkSize));
+  const events: unknown[] = [];
+  try {
+    for await (const ev of parseProtobufWatchStream(Readable.from(chunks), REQUEST)) events.push(ev);
+  } catch (error) {
+    return { events, error };
+  }
+  return { events };
+}
+
+describe("protobuf watches", () => {
+  it("decodes each frame to the JSON stream's event: kind and apiVersion first, bookmarks as JSON has them", async () => {
+    const { events, error } = await watchAll(watchBody);
+    assert.equal(error, undefined);
+    assert.equal(JSON.stringify(events), JSON.stringify(watchEvents));
+  });
+
+  it("gives the same events whatever the chunks (every split, down to one byte)", async () => {
+    for (const size of [1, 2, 3, 5, 7, 13, 64]) {
+      const { events, error } = await watchAll(watchBody, size);
+      assert.equal(error, undefined, `chunks of ${size}`);
+      assert.equal(JSON.stringify(events), JSON.stringify(watchEvents), `chunks of ${size}`);
+    }
+  });
+
+  it("throws the typed error of an ERROR event's Status, after the events before it", async () => {
+    // Status: 1 metadata, 2 status, 3 message, 4 reason, 6 code.
+    const body = Buffer.concat([
+      frame("ADDED", "v1", "ConfigMap", cmObject("one", "10")),
+      frame(
+        "ERROR",
+        "v1",
+        "Status",
+        msg(
+          field(1, msg(field(2, "3"))),
+          field(2, "Failure"),
+          field(3, "too old resource version: 3 (9)"),
+          field(4, "Expired"),
+          num(6, 410),
+        ),
+      ),
+    ]);
+    const { events, error } = await watchAll(body, 5);
+    assert.equal(events.length, 1);
+    assert.ok(error instanceof GoneError, String(error));
+    assert.match(error.message, /too old resource version: 3 \(9\)/);
+  });
+
+  it("a field the tables do not describe is a ProtobufDecodeError after the events before it; a cut frame a ConnectionError", async () => {
+    const future = Buffer.concat([
+      frame("ADDED", "v1", "ConfigMap", cmObject("one", "10")),
+      frame("MODIFIED", "v1", "ConfigMap", cmObject("one", "11", [field(99, "from the future")])),
+    ]);
+    let r = await watchAll(future);
+    assert.equal(r.events.length, 1);
+    assert.ok(r.error instanceof ProtobufDecodeError, String(r.error));
+    const unknownKind = frame("ADDED", "example.com/v1", "Widget", cmObject("w", "1"));
+    r = await watchAll(unknownKind);
+    assert.ok(r.error instanceof ProtobufDecodeError && /Widget/.test(r.error.message), String(r.error));
+    r = await watchAll(watchBody.subarray(0, watchBody.length - 3), 7);
+    assert.equal(r.events.length, 3);
+    assert.ok(
+      r.error instanceof ConnectionError && /ended inside an event/.test(r.error.message),
+      String(r.error),
+    );
+  });
+
+  it("KubeClient asks for protobuf watches of built-in kinds, follows a JSON answer, and reads a kind as JSON after a frame it cannot decode", async () => {
+    let served = 0;
+    const srv = await fakeApiServer((req) => {
+      if (req.url === "/api/v1") return CORE_V1_DISCOVERY;
+      if (String(req.headers.accept).startsWith("application/vnd.kubernetes.protobuf") && served++ === 0)
+        return (res) => {
+          res.writeHead(200, { "content-type": "application/vnd.kubernetes.protobuf;stream=watch" });
+          res.end(
+            Buffer.concat([
+              frame("ADDED", "v1", "ConfigMap", cmObject("one", "10")),
+              frame("MODIFIED", "v1", "ConfigMap", cmObject("one", "11", [field(99, "from the future")])),
+            ]),
+          );
+        };
+      // Any other request: a JSON stream (as a server without protobuf for the resource answers).
+      return (res) => {
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(
+          JSON.stringify({
+            type: "MODIFIED",
+            object: { kind: "ConfigMap", apiVersion: "v1", metadata: { name: "one", resourceVersion: "11" } },
+          }) + "\n",
+        );
+      };
+    });
+    const client = await KubeClient.fromConfig(
+      { server: srv.url, token: "t" },
+      { sleep: async () => undefined },
+    );
+    try {
+      const ConfigMaps = kindRef<KubeObject>("v1", "ConfigMap");
+      const seen: string[] = [];
+      await assert.rejects(async () => {
+        for await (const ev of await client.watch(ConfigMaps, { namespace: "ns" }))
+          seen.push(`${ev.type} ${ev.object.metadata.resourceVersion}`);
+      }, ProtobufDecodeError);
+      assert.deepEqual(seen, ["ADDED 10"]);
+      // From then on JSON: asked for, and read.
+      for await (const ev of await client.watch(ConfigMaps, { namespace: "ns", resourceVersion: "10" }))
+        seen.push(`${ev.type} ${ev.object.metadata.resourceVersion}`);
+      assert.deepEqual(seen, ["ADDED 10", "MODIFIED 11"]);
+      // Metadata-only watches are never protobuf; a kind the tables lack neither.
+      for await (const ev of await client.watch(ConfigMaps, { namespace: "ns", metadataOnly: true })) void ev;
+      const accepts = srv.requests.filter((r) => r.url !== "/api/v1").map((r) => String(r.headers.accept));
+      assert.deepEqual(accepts, [
+        "application/vnd.kubernetes.protobuf, application/json",
+        "application/json",
+        "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json",
+      ]);
+      // A fresh client asks protobuf again and follows the JSON it gets.
+      const other = await KubeClient.fromConfig(
+        { server: srv.url, token: "t" },
+        { sleep: async () => undefined },
+      );
+      try {
+        const got: string[] = [];
+        for await (const ev of await other.watch(ConfigMaps, { namespace: "ns" }))
+          got.push(ev.object.metadata.name ?? "");
+        assert.deepEqual(got, ["one"]);
+        assert.equal(
+          srv.requests.at(-1)?.headers.accept,
+          "application/vnd.kubernetes.protobuf, application/json",
+        );
+      } finally {
+        await other.close();
+      }
+    } finally {
+      await client.close();
       await srv.close();
     }
   });
