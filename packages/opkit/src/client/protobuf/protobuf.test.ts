@@ -606,6 +606,120 @@ describe("protobuf watches", () => {
     );
   });
 
+  it("an informer's streaming list whose watch cannot be decoded goes on as JSON: no error, no relist, nothing lost", async () => {
+    // Two runs: the undecodable frame after the initial events (the watch resumes from their bookmark) and
+    // within them (the initial events are streamed again, as JSON).
+    const endBookmark = (rv: string): Buffer =>
+      frame(
+        "BOOKMARK",
+        "v1",
+        "ConfigMap",
+        msg(
+          field(
+            1,
+            msg(
+              field(6, rv),
+              field(8, msg()),
+              field(12, msg(field(1, "k8s.io/initial-events-end"), field(2, "true"))),
+            ),
+          ),
+        ),
+      );
+    const future = (name: string, rv: string): Buffer =>
+      frame("MODIFIED", "v1", "ConfigMap", cmObject(name, rv, [field(99, "from the future")]));
+    const jsonEvent = (
+      type: string,
+      name: string,
+      rv: string,
+      annotations?: Record<string, string>,
+    ): string =>
+      JSON.stringify({
+        type,
+        object: {
+          kind: "ConfigMap",
+          apiVersion: "v1",
+          metadata: { name, namespace: "ns", resourceVersion: rv, annotations },
+        },
+      }) + "\n";
+    for (const afterSync of [true, false]) {
+      const srv = await fakeApiServer((req) => {
+        if (req.url === "/api/v1") return CORE_V1_DISCOVERY;
+        if (!req.url.includes("watch=true")) return { status: 500, body: {} };
+        const initial = req.url.includes("sendInitialEvents=true");
+        return (res) => {
+          if (String(req.headers.accept).startsWith("application/vnd.kubernetes.protobuf")) {
+            res.writeHead(200, { "content-type": "application/vnd.kubernetes.protobuf;stream=watch" });
+            res.write(
+              Buffer.concat(
+                afterSync
+                  ? [
+                      frame("ADDED", "v1", "ConfigMap", cmObject("a", "5")),
+                      endBookmark("6"),
+                      future("a", "7"),
+                    ]
+                  : [frame("ADDED", "v1", "ConfigMap", cmObject("a", "5")), future("b", "6")],
+              ),
+            );
+            return;
+          }
+          res.writeHead(200, { "content-type": "application/json" });
+          if (initial)
+            res.write(
+              jsonEvent("ADDED", "a", "5") +
+                jsonEvent("ADDED", "b", "6") +
+                jsonEvent("BOOKMARK", "", "6", { "k8s.io/initial-events-end": "true" }),
+            );
+          else if (req.url.includes("resourceVersion=6&")) res.write(jsonEvent("MODIFIED", "a", "7"));
+        };
+      });
+      const client = await KubeClient.fromConfig(
+        { server: srv.url, token: "t" },
+        { sleep: async () => undefined },
+      );
+      const errors: unknown[] = [];
+      const cache = new Cache(client, {
+        namespace: "ns",
+        streamingList: true,
+        onError: (err) => void errors.push(err),
+      });
+      const informer = cache.informer(kindRef<KubeObject>("v1", "ConfigMap"));
+      cache.start();
+      try {
+        await cache.waitForSync(10_000);
+        const want = afterSync ? ["a 7"] : ["a 5", "b 6"];
+        for (let i = 0; i < 100; i++) {
+          const got = informer.list().map((o) => `${o.metadata.name} ${o.metadata.resourceVersion}`);
+          if (JSON.stringify(got.sort()) === JSON.stringify(want)) break;
+          await new Promise((r) => setTimeout(r, 20));
+        }
+        assert.deepEqual(
+          informer
+            .list()
+            .map((o) => `${o.metadata.name} ${o.metadata.resourceVersion}`)
+            .sort(),
+          want,
+        );
+        assert.deepEqual(errors, [], afterSync ? "after sync" : "before sync");
+        const watches = srv.requests
+          .filter((r) => r.url !== "/api/v1")
+          .map(
+            (r) =>
+              `${String(r.headers.accept).split(",")[0]} ${/resourceVersion=\d+/.exec(r.url)?.[0] ?? "initial"}`,
+          );
+        assert.deepEqual(
+          watches,
+          afterSync
+            ? ["application/vnd.kubernetes.protobuf initial", "application/json resourceVersion=6"]
+            : ["application/vnd.kubernetes.protobuf initial", "application/json initial"],
+        );
+      } finally {
+        await cache.stop();
+        await client.close();
+        await srv.close();
+      }
+    }
+  });
+
   it("KubeClient asks for protobuf watches of built-in kinds, follows a JSON answer, and reads a kind as JSON after a frame it cannot decode", async () => {
     let served = 0;
     const srv = await fakeApiServer((req) => {
