@@ -65,6 +65,18 @@ describe("parseWatchStream", () => {
     const chunks = [ev("ADDED", "a", "1"), JSON.stringify({ type: "ERROR", object: status }) + "\n"];
     await assert.rejects(collect(chunks), (err: unknown) => err instanceof GoneError && err.code === 410);
   });
+
+  it("after the caller's abort hands over nothing more, not even the rest of a chunk's events", async () => {
+    const ac = new AbortController();
+    const events = parseWatchStream(
+      Readable.from([Buffer.from(ev("ADDED", "a", "1") + ev("ADDED", "b", "2") + ev("ADDED", "c", "3"))]),
+      req,
+      ac.signal,
+    );
+    assert.equal((await events.next()).value?.object.metadata.name, "a");
+    ac.abort(new Error("stop"));
+    await assert.rejects(events.next(), RequestAbortedError);
+  });
 });
 
 describe("withoutManagedFields", () => {

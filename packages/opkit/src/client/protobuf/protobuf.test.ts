@@ -14,7 +14,7 @@ import { ProtobufDecodeError } from "./decode.ts";
 import { decodeProtobufStatus, parseProtobufList } from "./list.ts";
 import { parseProtobufWatchStream } from "./watch.ts";
 import { Readable } from "node:stream";
-import { ConnectionError, GoneError } from "../errors.ts";
+import { ConnectionError, GoneError, RequestAbortedError } from "../errors.ts";
 
 // A minimal encoder: enough to write the answers the API server sends.
 function varint(n: number | bigint): Buffer {
@@ -604,6 +604,14 @@ describe("protobuf watches", () => {
       r.error instanceof ConnectionError && /ended inside an event/.test(r.error.message),
       String(r.error),
     );
+  });
+
+  it("after the caller's abort hands over nothing more, not even the rest of a chunk's events", async () => {
+    const ac = new AbortController();
+    const events = parseProtobufWatchStream(Readable.from([watchBody]), REQUEST, ac.signal);
+    assert.equal((await events.next()).value?.type, "ADDED");
+    ac.abort(new Error("stop"));
+    await assert.rejects(events.next(), RequestAbortedError);
   });
 
   it("an informer's streaming list whose watch cannot be decoded goes on as JSON: no error, no relist, nothing lost", async () => {
