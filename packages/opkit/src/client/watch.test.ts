@@ -73,7 +73,10 @@ describe("parseWatchStream", () => {
       req,
       ac.signal,
     );
-    assert.equal((await events.next()).value?.object.metadata.name, "a");
+    assert.equal(
+      ((await events.next()).value as { object: { metadata: { name?: string } } }).object.metadata.name,
+      "a",
+    );
     ac.abort(new Error("stop"));
     await assert.rejects(events.next(), RequestAbortedError);
   });

@@ -609,7 +609,7 @@ describe("protobuf watches", () => {
   it("after the caller's abort hands over nothing more, not even the rest of a chunk's events", async () => {
     const ac = new AbortController();
     const events = parseProtobufWatchStream(Readable.from([watchBody]), REQUEST, ac.signal);
-    assert.equal((await events.next()).value?.type, "ADDED");
+    assert.equal(((await events.next()).value as { type: string }).type, "ADDED");
     ac.abort(new Error("stop"));
     await assert.rejects(events.next(), RequestAbortedError);
   });
