@@ -61,7 +61,18 @@ export async function* parseWatchStream<T extends KubeObject>(
   const rest = pending.join("").trim();
   if (!rest) return;
   stopIfAborted(request, signal);
-  yield decodeEvent<T>(omit ? withoutManagedFields(rest) : rest, request);
+  let last: WatchEvent<T>;
+  try {
+    last = decodeEvent<T>(omit ? withoutManagedFields(rest) : rest, request);
+  } catch (err) {
+    // A clean end inside an event is a stream cut short (as a protobuf watch reports it), not bad JSON.
+    if (!(err instanceof SyntaxError)) throw err;
+    throw new ConnectionError(
+      request,
+      new Error(`the watch ended inside an event (${rest.length} characters)`),
+    );
+  }
+  yield last;
 }
 
 /**
