@@ -614,9 +614,10 @@ describe("protobuf watches", () => {
     await assert.rejects(events.next(), RequestAbortedError);
   });
 
-  it("an informer's streaming list whose watch cannot be decoded goes on as JSON: no error, no relist, nothing lost", async () => {
-    // Two runs: the undecodable frame after the initial events (the watch resumes from their bookmark) and
-    // within them (the initial events are streamed again, as JSON).
+  it("an informer whose watch cannot be decoded goes on as JSON: no error, no relist, nothing lost", async () => {
+    // Three runs: the undecodable frame after a streaming list's initial events (the watch resumes from their
+    // bookmark), within them (the initial events are streamed again, as JSON), and in a plain watch after a
+    // list (the watch resumes from the last event before the frame).
     const endBookmark = (rv: string): Buffer =>
       frame(
         "BOOKMARK",
@@ -649,23 +650,37 @@ describe("protobuf watches", () => {
           metadata: { name, namespace: "ns", resourceVersion: rv, annotations },
         },
       }) + "\n";
-    for (const afterSync of [true, false]) {
+    for (const mode of ["after sync", "before sync", "plain watch"] as const) {
+      const afterSync = mode === "after sync";
       const srv = await fakeApiServer((req) => {
         if (req.url === "/api/v1") return CORE_V1_DISCOVERY;
-        if (!req.url.includes("watch=true")) return { status: 500, body: {} };
+        if (!req.url.includes("watch=true"))
+          return mode === "plain watch"
+            ? {
+                status: 200,
+                body: {
+                  kind: "ConfigMapList",
+                  apiVersion: "v1",
+                  metadata: { resourceVersion: "5" },
+                  items: [{ metadata: { name: "a", namespace: "ns", resourceVersion: "5" } }],
+                },
+              }
+            : { status: 500, body: {} };
         const initial = req.url.includes("sendInitialEvents=true");
         return (res) => {
           if (String(req.headers.accept).startsWith("application/vnd.kubernetes.protobuf")) {
             res.writeHead(200, { "content-type": "application/vnd.kubernetes.protobuf;stream=watch" });
             res.write(
               Buffer.concat(
-                afterSync
-                  ? [
-                      frame("ADDED", "v1", "ConfigMap", cmObject("a", "5")),
-                      endBookmark("6"),
-                      future("a", "7"),
-                    ]
-                  : [frame("ADDED", "v1", "ConfigMap", cmObject("a", "5")), future("b", "6")],
+                mode === "plain watch"
+                  ? [frame("ADDED", "v1", "ConfigMap", cmObject("b", "6")), future("a", "7")]
+                  : afterSync
+                    ? [
+                        frame("ADDED", "v1", "ConfigMap", cmObject("a", "5")),
+                        endBookmark("6"),
+                        future("a", "7"),
+                      ]
+                    : [frame("ADDED", "v1", "ConfigMap", cmObject("a", "5")), future("b", "6")],
               ),
             );
             return;
@@ -687,14 +702,15 @@ describe("protobuf watches", () => {
       const errors: unknown[] = [];
       const cache = new Cache(client, {
         namespace: "ns",
-        streamingList: true,
+        streamingList: mode !== "plain watch",
         onError: (err) => void errors.push(err),
       });
       const informer = cache.informer(kindRef<KubeObject>("v1", "ConfigMap"));
       cache.start();
       try {
         await cache.waitForSync(10_000);
-        const want = afterSync ? ["a 7"] : ["a 5", "b 6"];
+        const want =
+          mode === "after sync" ? ["a 7"] : mode === "before sync" ? ["a 5", "b 6"] : ["a 7", "b 6"];
         for (let i = 0; i < 100; i++) {
           const got = informer.list().map((o) => `${o.metadata.name} ${o.metadata.resourceVersion}`);
           if (JSON.stringify(got.sort()) === JSON.stringify(want)) break;
@@ -707,7 +723,7 @@ describe("protobuf watches", () => {
             .sort(),
           want,
         );
-        assert.deepEqual(errors, [], afterSync ? "after sync" : "before sync");
+        assert.deepEqual(errors, [], mode);
         const watches = srv.requests
           .filter((r) => r.url !== "/api/v1")
           .map(
@@ -716,9 +732,20 @@ describe("protobuf watches", () => {
           );
         assert.deepEqual(
           watches,
-          afterSync
-            ? ["application/vnd.kubernetes.protobuf initial", "application/json resourceVersion=6"]
-            : ["application/vnd.kubernetes.protobuf initial", "application/json initial"],
+          {
+            "after sync": [
+              "application/vnd.kubernetes.protobuf initial",
+              "application/json resourceVersion=6",
+            ],
+            "before sync": ["application/vnd.kubernetes.protobuf initial", "application/json initial"],
+            // The list, then the watch from it, then the JSON watch from the last event delivered.
+            "plain watch": [
+              "application/vnd.kubernetes.protobuf initial",
+              "application/vnd.kubernetes.protobuf resourceVersion=5",
+              "application/json resourceVersion=6",
+            ],
+          }[mode],
+          mode,
         );
       } finally {
         await cache.stop();
