@@ -151,7 +151,7 @@ export class Reflector<T extends KubeObject> {
   /** Times the reflector had to list again after its first sync (410 Gone). */
   relists = 0;
   private listedOnce = false;
-  /** A protobuf list of this kind could not be decoded (the client reads it as JSON since). */
+  /** A protobuf list or watch of this kind could not be decoded (the client reads it as JSON since). */
   private protobufFailed = false;
 
   constructor(client: ListWatcher, kind: KindRef<T>, sink: ReflectorSink<T>, opts: ReflectorOptions<T> = {}) {
@@ -353,8 +353,10 @@ export class Reflector<T extends KubeObject> {
         return false;
       }
       if (synced && !(err instanceof GoneError)) {
-        // The list part worked; resume as a plain watch from the last event or bookmark delivered.
-        this.sink.error(err, "watching");
+        // The list part worked; resume as a plain watch from the last event or bookmark delivered. A frame
+        // the client could not decode is no failure the first time (it reads the kind as JSON since), as in `run`.
+        if (err instanceof ProtobufDecodeError && !this.protobufFailed) this.protobufFailed = true;
+        else this.sink.error(err, "watching");
         return true;
       }
       throw err;

@@ -33,6 +33,18 @@ describe("parseWatchStream", () => {
     assert.deepEqual(await collect([ev("ADDED", "a", "1").trimEnd()]), ["ADDED:a"]);
   });
 
+  it("a stream that ends inside an event is a ConnectionError after the events before it, as a protobuf watch's", async () => {
+    const out: string[] = [];
+    await assert.rejects(
+      async () => {
+        const body = Readable.from([ev("ADDED", "a", "1") + ev("ADDED", "b", "2").slice(0, 30)]);
+        for await (const e of parseWatchStream(body, req)) out.push(`${e.type}:${e.object.metadata.name}`);
+      },
+      (err: unknown) => err instanceof ConnectionError && /ended inside an event/.test(err.message),
+    );
+    assert.deepEqual(out, ["ADDED:a"]);
+  });
+
   it("decodes one large event in many chunks in time linear in its size (no rescan of the held text per chunk)", async () => {
     // A ConfigMap of 2 MiB of quotes is 4 MiB of JSON; in 1 KiB chunks that is 4,096 chunks. Joining and
     // searching the held text again at every chunk is ~8 GB of copying (seconds); linear work is milliseconds.
@@ -64,6 +76,21 @@ describe("parseWatchStream", () => {
     };
     const chunks = [ev("ADDED", "a", "1"), JSON.stringify({ type: "ERROR", object: status }) + "\n"];
     await assert.rejects(collect(chunks), (err: unknown) => err instanceof GoneError && err.code === 410);
+  });
+
+  it("after the caller's abort hands over nothing more, not even the rest of a chunk's events", async () => {
+    const ac = new AbortController();
+    const events = parseWatchStream(
+      Readable.from([Buffer.from(ev("ADDED", "a", "1") + ev("ADDED", "b", "2") + ev("ADDED", "c", "3"))]),
+      req,
+      ac.signal,
+    );
+    assert.equal(
+      ((await events.next()).value as { object: { metadata: { name?: string } } }).object.metadata.name,
+      "a",
+    );
+    ac.abort(new Error("stop"));
+    await assert.rejects(events.next(), RequestAbortedError);
   });
 });
 

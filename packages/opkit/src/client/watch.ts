@@ -51,13 +51,36 @@ export async function* parseWatchStream<T extends KubeObject>(
       const line = (pending.length > 0 ? pending.join("") + piece : piece).trim();
       pending = [];
       start = nl + 1;
-      if (line) yield decodeEvent<T>(omit ? withoutManagedFields(line) : line, request);
+      if (!line) continue;
+      stopIfAborted(request, signal);
+      yield decodeEvent<T>(omit ? withoutManagedFields(line) : line, request);
     }
     if (start < text.length) pending.push(start > 0 ? text.slice(start) : text);
   }
   pending.push(decoder.end());
   const rest = pending.join("").trim();
-  if (rest) yield decodeEvent<T>(omit ? withoutManagedFields(rest) : rest, request);
+  if (!rest) return;
+  stopIfAborted(request, signal);
+  let last: WatchEvent<T>;
+  try {
+    last = decodeEvent<T>(omit ? withoutManagedFields(rest) : rest, request);
+  } catch (err) {
+    // A clean end inside an event is a stream cut short (as a protobuf watch reports it), not bad JSON.
+    if (!(err instanceof SyntaxError)) throw err;
+    throw new ConnectionError(
+      request,
+      new Error(`the watch ended inside an event (${rest.length} characters)`),
+    );
+  }
+  yield last;
+}
+
+/**
+ * Throws RequestAbortedError once the caller's signal fired: the events still held from a chunk are not
+ * handed over, as typedErrors hands over no chunk it still holds (a stopped informer gets no late events).
+ */
+export function stopIfAborted(request: RequestInfo, signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw new RequestAbortedError(request, signal.reason);
 }
 
 function decodeEvent<T extends KubeObject>(line: string, request: RequestInfo): WatchEvent<T> {

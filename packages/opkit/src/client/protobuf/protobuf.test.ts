@@ -14,7 +14,7 @@ import { ProtobufDecodeError } from "./decode.ts";
 import { decodeProtobufStatus, parseProtobufList } from "./list.ts";
 import { parseProtobufWatchStream } from "./watch.ts";
 import { Readable } from "node:stream";
-import { ConnectionError, GoneError } from "../errors.ts";
+import { ConnectionError, GoneError, RequestAbortedError } from "../errors.ts";
 
 // A minimal encoder: enough to write the answers the API server sends.
 function varint(n: number | bigint): Buffer {
@@ -604,6 +604,155 @@ describe("protobuf watches", () => {
       r.error instanceof ConnectionError && /ended inside an event/.test(r.error.message),
       String(r.error),
     );
+  });
+
+  it("after the caller's abort hands over nothing more, not even the rest of a chunk's events", async () => {
+    const ac = new AbortController();
+    const events = parseProtobufWatchStream(Readable.from([watchBody]), REQUEST, ac.signal);
+    assert.equal(((await events.next()).value as { type: string }).type, "ADDED");
+    ac.abort(new Error("stop"));
+    await assert.rejects(events.next(), RequestAbortedError);
+  });
+
+  it("an informer whose watch cannot be decoded goes on as JSON: no error, no relist, nothing lost", async () => {
+    // Three runs: the undecodable frame after a streaming list's initial events (the watch resumes from their
+    // bookmark), within them (the initial events are streamed again, as JSON), and in a plain watch after a
+    // list (the watch resumes from the last event before the frame).
+    const endBookmark = (rv: string): Buffer =>
+      frame(
+        "BOOKMARK",
+        "v1",
+        "ConfigMap",
+        msg(
+          field(
+            1,
+            msg(
+              field(6, rv),
+              field(8, msg()),
+              field(12, msg(field(1, "k8s.io/initial-events-end"), field(2, "true"))),
+            ),
+          ),
+        ),
+      );
+    const future = (name: string, rv: string): Buffer =>
+      frame("MODIFIED", "v1", "ConfigMap", cmObject(name, rv, [field(99, "from the future")]));
+    const jsonEvent = (
+      type: string,
+      name: string,
+      rv: string,
+      annotations?: Record<string, string>,
+    ): string =>
+      JSON.stringify({
+        type,
+        object: {
+          kind: "ConfigMap",
+          apiVersion: "v1",
+          metadata: { name, namespace: "ns", resourceVersion: rv, annotations },
+        },
+      }) + "\n";
+    for (const mode of ["after sync", "before sync", "plain watch"] as const) {
+      const afterSync = mode === "after sync";
+      const srv = await fakeApiServer((req) => {
+        if (req.url === "/api/v1") return CORE_V1_DISCOVERY;
+        if (!req.url.includes("watch=true"))
+          return mode === "plain watch"
+            ? {
+                status: 200,
+                body: {
+                  kind: "ConfigMapList",
+                  apiVersion: "v1",
+                  metadata: { resourceVersion: "5" },
+                  items: [{ metadata: { name: "a", namespace: "ns", resourceVersion: "5" } }],
+                },
+              }
+            : { status: 500, body: {} };
+        const initial = req.url.includes("sendInitialEvents=true");
+        return (res) => {
+          if (String(req.headers.accept).startsWith("application/vnd.kubernetes.protobuf")) {
+            res.writeHead(200, { "content-type": "application/vnd.kubernetes.protobuf;stream=watch" });
+            res.write(
+              Buffer.concat(
+                mode === "plain watch"
+                  ? [frame("ADDED", "v1", "ConfigMap", cmObject("b", "6")), future("a", "7")]
+                  : afterSync
+                    ? [
+                        frame("ADDED", "v1", "ConfigMap", cmObject("a", "5")),
+                        endBookmark("6"),
+                        future("a", "7"),
+                      ]
+                    : [frame("ADDED", "v1", "ConfigMap", cmObject("a", "5")), future("b", "6")],
+              ),
+            );
+            return;
+          }
+          res.writeHead(200, { "content-type": "application/json" });
+          if (initial)
+            res.write(
+              jsonEvent("ADDED", "a", "5") +
+                jsonEvent("ADDED", "b", "6") +
+                jsonEvent("BOOKMARK", "", "6", { "k8s.io/initial-events-end": "true" }),
+            );
+          else if (req.url.includes("resourceVersion=6&")) res.write(jsonEvent("MODIFIED", "a", "7"));
+        };
+      });
+      const client = await KubeClient.fromConfig(
+        { server: srv.url, token: "t" },
+        { sleep: async () => undefined },
+      );
+      const errors: unknown[] = [];
+      const cache = new Cache(client, {
+        namespace: "ns",
+        streamingList: mode !== "plain watch",
+        onError: (err) => void errors.push(err),
+      });
+      const informer = cache.informer(kindRef<KubeObject>("v1", "ConfigMap"));
+      cache.start();
+      try {
+        await cache.waitForSync(10_000);
+        const want =
+          mode === "after sync" ? ["a 7"] : mode === "before sync" ? ["a 5", "b 6"] : ["a 7", "b 6"];
+        for (let i = 0; i < 100; i++) {
+          const got = informer.list().map((o) => `${o.metadata.name} ${o.metadata.resourceVersion}`);
+          if (JSON.stringify(got.sort()) === JSON.stringify(want)) break;
+          await new Promise((r) => setTimeout(r, 20));
+        }
+        assert.deepEqual(
+          informer
+            .list()
+            .map((o) => `${o.metadata.name} ${o.metadata.resourceVersion}`)
+            .sort(),
+          want,
+        );
+        assert.deepEqual(errors, [], mode);
+        const watches = srv.requests
+          .filter((r) => r.url !== "/api/v1")
+          .map(
+            (r) =>
+              `${String(r.headers.accept).split(",")[0]} ${/resourceVersion=\d+/.exec(r.url)?.[0] ?? "initial"}`,
+          );
+        assert.deepEqual(
+          watches,
+          {
+            "after sync": [
+              "application/vnd.kubernetes.protobuf initial",
+              "application/json resourceVersion=6",
+            ],
+            "before sync": ["application/vnd.kubernetes.protobuf initial", "application/json initial"],
+            // The list, then the watch from it, then the JSON watch from the last event delivered.
+            "plain watch": [
+              "application/vnd.kubernetes.protobuf initial",
+              "application/vnd.kubernetes.protobuf resourceVersion=5",
+              "application/json resourceVersion=6",
+            ],
+          }[mode],
+          mode,
+        );
+      } finally {
+        await cache.stop();
+        await client.close();
+        await srv.close();
+      }
+    }
   });
 
   it("KubeClient asks for protobuf watches of built-in kinds, follows a JSON answer, and reads a kind as JSON after a frame it cannot decode", async () => {

@@ -10,7 +10,7 @@
 import type { Readable } from "node:stream";
 import { ConnectionError, errorFromResponse, type RequestInfo } from "../errors.ts";
 import type { KubeObject, WatchEvent } from "../types.ts";
-import { typedErrors } from "../watch.ts";
+import { stopIfAborted, typedErrors } from "../watch.ts";
 import { ProtobufDecodeError, kindDecoder, protobufMessage, type StringTable } from "./decode.ts";
 import { Bytes, MAGIC, decodeProtobufStatus, lengthFields, stringFields } from "./list.ts";
 
@@ -33,6 +33,7 @@ export async function* parseProtobufWatchStream<T extends KubeObject>(
     for (;;) {
       const length = bytes.peekUint32();
       if (length === undefined || bytes.available < 4 + length) break;
+      stopIfAborted(request, signal);
       bytes.take(4);
       yield decodeFrame<T>(bytes.take(length), request, omit, strings);
     }
