@@ -11,7 +11,13 @@ import type { Readable } from "node:stream";
 import { ConnectionError, errorFromResponse, type RequestInfo } from "../errors.ts";
 import type { KubeObject, WatchEvent } from "../types.ts";
 import { stopIfAborted, typedErrors } from "../watch.ts";
-import { ProtobufDecodeError, kindDecoder, protobufMessage, type StringTable } from "./decode.ts";
+import {
+  ProtobufDecodeError,
+  kindDecoder,
+  protobufMessage,
+  type KindDecoder,
+  type StringTable,
+} from "./decode.ts";
 import { Bytes, MAGIC, decodeProtobufStatus, lengthFields, stringFields } from "./list.ts";
 
 /**
@@ -26,6 +32,7 @@ export async function* parseProtobufWatchStream<T extends KubeObject>(
 ): AsyncGenerator<WatchEvent<T>> {
   const omit = opts.omitManagedFields ?? false;
   const bytes = new Bytes();
+  const kinds: KindMemo = {};
   for await (const chunk of typedErrors(body, request, signal)) {
     bytes.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string, "latin1"));
     // Strings are shared within a batch of events only, so a long watch holds no table that grows.
@@ -35,7 +42,7 @@ export async function* parseProtobufWatchStream<T extends KubeObject>(
       if (length === undefined || bytes.available < 4 + length) break;
       stopIfAborted(request, signal);
       bytes.take(4);
-      yield decodeFrame<T>(bytes.take(length), request, omit, strings);
+      yield decodeFrame<T>(bytes.take(length), request, omit, strings, kinds);
     }
   }
   // A clean end inside a frame is a stream cut short, not a message the tables cannot read.
@@ -46,15 +53,26 @@ export async function* parseProtobufWatchStream<T extends KubeObject>(
     );
 }
 
+/**
+ * The type header last read on a stream and what it resolved to: every event of a watch names the same
+ * kind, so its strings, message lookup and decoder are found once, not per event.
+ */
+interface KindMemo {
+  last?: { header: Buffer; apiVersion: string; kind: string; decoder: KindDecoder };
+}
+
+const EMPTY = Buffer.alloc(0);
+
 function decodeFrame<T extends KubeObject>(
   frame: Buffer,
   request: RequestInfo,
   omit: boolean,
   strings: StringTable,
+  kinds: KindMemo,
 ): WatchEvent<T> {
   const event = lengthFields(frame, "a watch event");
-  const type = (event.get(1) ?? Buffer.alloc(0)).toString("latin1") as WatchEvent["type"];
-  const raw = lengthFields(event.get(2) ?? Buffer.alloc(0), "a watch event's object").get(1);
+  const type = (event.get(1) ?? EMPTY).toString("latin1") as WatchEvent["type"];
+  const raw = lengthFields(event.get(2) ?? EMPTY, "a watch event's object").get(1);
   if (!raw) throw new ProtobufDecodeError(`a ${type || "typeless"} watch event without an object`);
   if (type === "ERROR") {
     const status = decodeProtobufStatus(raw);
@@ -64,16 +82,24 @@ function decodeFrame<T extends KubeObject>(
   if (raw.length < 4 || !raw.subarray(0, 4).equals(MAGIC))
     throw new ProtobufDecodeError("a watch event's object is not a Kubernetes protobuf object");
   const envelope = lengthFields(raw.subarray(4), "an object's envelope");
-  const typeMeta = stringFields(envelope.get(1) ?? Buffer.alloc(0));
   const encoding = envelope.get(3);
   if (encoding && encoding.length > 0)
     throw new ProtobufDecodeError(`content encoding ${encoding.toString()} is not supported`);
-  const apiVersion = typeMeta.get(1) ?? "";
-  const kind = typeMeta.get(2) ?? "";
-  const id = protobufMessage(apiVersion, kind);
-  if (id === undefined) throw new ProtobufDecodeError(`no protobuf message for ${apiVersion} ${kind}`);
-  const message = envelope.get(2) ?? Buffer.alloc(0);
-  const fields = kindDecoder(id).item(message, 0, message.length, omit, strings);
+  const header = envelope.get(1) ?? EMPTY;
+  let known = kinds.last;
+  if (!known || !known.header.equals(header)) {
+    const typeMeta = stringFields(header);
+    const apiVersion = typeMeta.get(1) ?? "";
+    const kind = typeMeta.get(2) ?? "";
+    const id = protobufMessage(apiVersion, kind);
+    if (id === undefined) throw new ProtobufDecodeError(`no protobuf message for ${apiVersion} ${kind}`);
+    // A copy: the header is a view into the batch, which must not be held past it.
+    known = { header: Buffer.from(header), apiVersion, kind, decoder: kindDecoder(id) };
+    kinds.last = known;
+  }
+  const { kind, apiVersion } = known;
+  const message = envelope.get(2) ?? EMPTY;
+  const fields = known.decoder.item(message, 0, message.length, omit, strings);
   // The JSON stream's member order: kind and apiVersion (TypeMeta, inlined first), then the object's own.
   return { type, object: { kind, apiVersion, ...fields } as unknown as T };
 }
