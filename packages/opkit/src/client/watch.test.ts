@@ -2,7 +2,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { Readable } from "node:stream";
 import fc from "fast-check";
-import { parseWatchStream, typedErrors, withoutManagedFields } from "./watch.ts";
+import { MAX_WATCH_EVENT_BYTES, parseWatchStream, typedErrors, withoutManagedFields } from "./watch.ts";
 import { ConnectionError, GoneError, RequestAbortedError } from "./errors.ts";
 
 const req = { method: "GET", path: "/api/v1/configmaps?watch=true" };
@@ -44,6 +44,34 @@ describe("parseWatchStream", () => {
     );
     assert.deepEqual(out, ["ADDED:a"]);
   });
+
+  // (Without the limit the endless line is read for ever: the timeout fails the test.)
+  it(
+    "ends the watch with a ConnectionError once an event outgrows 16 MiB, without buffering the rest of it",
+    { timeout: 20_000 },
+    async () => {
+      const out: string[] = [];
+      let served = 0;
+      // An endless line after one event: 1 MiB pieces of a string that never closes.
+      const piece = "x".repeat(1 << 20);
+      async function* endless() {
+        yield ev("ADDED", "a", "1") + '{"type":"ADDED","object":{"metadata":{"name":"';
+        for (;;) {
+          served++;
+          yield piece;
+        }
+      }
+      await assert.rejects(
+        async () => {
+          for await (const e of parseWatchStream(Readable.from(endless()), req))
+            out.push(`${e.type}:${e.object.metadata.name}`);
+        },
+        (err: unknown) => err instanceof ConnectionError && /larger than 16777216 bytes/.test(err.message),
+      );
+      assert.deepEqual(out, ["ADDED:a"]);
+      assert.ok(served * piece.length <= MAX_WATCH_EVENT_BYTES + 3 * piece.length, `read ${served} MiB`);
+    },
+  );
 
   it("decodes one large event in many chunks in time linear in its size (no rescan of the held text per chunk)", async () => {
     // A ConfigMap of 2 MiB of quotes is 4 MiB of JSON; in 1 KiB chunks that is 4,096 chunks. Joining and

@@ -40,6 +40,7 @@ export async function* parseWatchStream<T extends KubeObject>(
   // pieces joined once when the line ends. Appending to one string and searching it from its start at every
   // chunk was quadratic in a line's size (an object of 2 MiB in 16 KiB chunks: 0.3 s per event).
   let pending: string[] = [];
+  let pendingLength = 0;
   for await (const chunk of typedErrors(body, request, signal)) {
     const text = typeof chunk === "string" ? chunk : decoder.write(chunk as Buffer);
     // Walk the lines by index: slicing the rest after every line would copy the rest of a large chunk (an
@@ -50,12 +51,18 @@ export async function* parseWatchStream<T extends KubeObject>(
       const piece = text.slice(start, nl);
       const line = (pending.length > 0 ? pending.join("") + piece : piece).trim();
       pending = [];
+      pendingLength = 0;
       start = nl + 1;
       if (!line) continue;
       stopIfAborted(request, signal);
       yield decodeEvent<T>(omit ? withoutManagedFields(line) : line, request);
     }
-    if (start < text.length) pending.push(start > 0 ? text.slice(start) : text);
+    if (start < text.length) {
+      const piece = start > 0 ? text.slice(start) : text;
+      pending.push(piece);
+      pendingLength += piece.length;
+      if (pendingLength > MAX_WATCH_EVENT_BYTES) throw tooLarge(request, `${pendingLength} characters`);
+    }
   }
   pending.push(decoder.end());
   const rest = pending.join("").trim();
@@ -73,6 +80,21 @@ export async function* parseWatchStream<T extends KubeObject>(
     );
   }
   yield last;
+}
+
+/**
+ * The largest watch event read (client-go's limit for a frame, JSON or protobuf). An object is at most
+ * etcd's request limit (1.5 MiB by default), so only a broken or hostile server or proxy sends more: the
+ * event is not buffered on without bound, the watch ends with a ConnectionError and is started again.
+ */
+export const MAX_WATCH_EVENT_BYTES = 16 * 1024 * 1024;
+
+/** The error that ends a watch whose event outgrows MAX_WATCH_EVENT_BYTES. */
+export function tooLarge(request: RequestInfo, size: string): ConnectionError {
+  return new ConnectionError(
+    request,
+    new Error(`a watch event larger than ${MAX_WATCH_EVENT_BYTES} bytes (${size} read): the watch is ended`),
+  );
 }
 
 /**

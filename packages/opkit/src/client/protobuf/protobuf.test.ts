@@ -755,6 +755,19 @@ describe("protobuf watches", () => {
     }
   });
 
+  it("ends the watch with a ConnectionError at a frame declared larger than 16 MiB, reading none of it", async () => {
+    const huge = Buffer.alloc(4);
+    huge.writeUInt32BE(0xffffffff);
+    const r = await watchAll(
+      Buffer.concat([frame("ADDED", "v1", "ConfigMap", cmObject("one", "10")), huge, Buffer.alloc(64)]),
+    );
+    assert.equal(r.events.length, 1);
+    assert.ok(
+      r.error instanceof ConnectionError && /larger than 16777216 bytes/.test(r.error.message),
+      String(r.error),
+    );
+  });
+
   it("KubeClient asks for protobuf watches of built-in kinds, follows a JSON answer, and reads a kind as JSON after a frame it cannot decode", async () => {
     let served = 0;
     const srv = await fakeApiServer((req) => {

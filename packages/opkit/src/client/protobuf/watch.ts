@@ -10,7 +10,7 @@
 import type { Readable } from "node:stream";
 import { ConnectionError, errorFromResponse, type RequestInfo } from "../errors.ts";
 import type { KubeObject, WatchEvent } from "../types.ts";
-import { stopIfAborted, typedErrors } from "../watch.ts";
+import { MAX_WATCH_EVENT_BYTES, stopIfAborted, tooLarge, typedErrors } from "../watch.ts";
 import {
   ProtobufDecodeError,
   kindDecoder,
@@ -39,6 +39,8 @@ export async function* parseProtobufWatchStream<T extends KubeObject>(
     const strings: StringTable = new Map();
     for (;;) {
       const length = bytes.peekUint32();
+      if (length !== undefined && length > MAX_WATCH_EVENT_BYTES)
+        throw tooLarge(request, `a frame of ${length}`);
       if (length === undefined || bytes.available < 4 + length) break;
       stopIfAborted(request, signal);
       bytes.take(4);
