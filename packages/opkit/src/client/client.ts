@@ -396,12 +396,7 @@ export class KubeClient {
     const path = await this.pathFor(kind, signal, opts.namespace);
     const onItem = opts.onItem as ((item: T) => void) | undefined;
     const kindKey = `${kind.apiVersion}/${kind.kind}`;
-    const protobuf =
-      onItem !== undefined &&
-      !opts.metadataOnly &&
-      this.shared.protobuf &&
-      !this.shared.jsonOnly.has(kindKey) &&
-      protobufMessage(kind.apiVersion, kind.kind) !== undefined;
+    const protobuf = onItem !== undefined && !opts.metadataOnly && this.readsProtobuf(kind, kindKey);
     try {
       return await this.transport.request<KubeList<T>>(
         {
@@ -654,11 +649,7 @@ export class KubeClient {
       resourceVersionMatch: opts.sendInitialEvents ? "NotOlderThan" : undefined,
     };
     const kindKey = `${kind.apiVersion}/${kind.kind}`;
-    const protobuf =
-      !opts.metadataOnly &&
-      this.shared.protobuf &&
-      !this.shared.jsonOnly.has(kindKey) &&
-      protobufMessage(kind.apiVersion, kind.kind) !== undefined;
+    const protobuf = !opts.metadataOnly && this.readsProtobuf(kind, kindKey);
     const { body, contentType } = await this.transport.streamResponse({
       method: "GET",
       path,
@@ -672,6 +663,15 @@ export class KubeClient {
     // The server answers JSON where it has no protobuf for the resource: the parser follows its answer.
     if (!contentType.startsWith(PROTOBUF)) return parseWatchStream<T>(body, request, signal, parseOpts);
     return this.noteUndecodable(kindKey, parseProtobufWatchStream<T>(body, request, signal, parseOpts));
+  }
+
+  /** Whether `kind` is asked for as protobuf: on, in the pinned tables, and not marked JSON-only. */
+  private readsProtobuf(kind: KindRef<KubeObject>, kindKey: string): boolean {
+    return (
+      this.shared.protobuf &&
+      !this.shared.jsonOnly.has(kindKey) &&
+      protobufMessage(kind.apiVersion, kind.kind) !== undefined
+    );
   }
 
   /** The events of `events`; a ProtobufDecodeError marks `kindKey` to be read as JSON from then on. */
