@@ -4,6 +4,7 @@
  * untouched; the apiserver's certificate is valid for 127.0.0.1 on any port.
  */
 import { createConnection, createServer, type Server, type Socket } from "node:net";
+import { Transform, type TransformCallback } from "node:stream";
 import { loadClusterConfig, type ClusterConfig } from "../client/config.ts";
 
 /**
@@ -31,6 +32,12 @@ export interface TcpProxy {
   /** Refuse (reset) new connections until `heal()`. */
   partition(): void;
   /**
+   * Forward what the server sends on connections opened from now on at most `bytesPerSecond` (a slow
+   * link), or at full speed again with `undefined`. A test that cuts a response midway needs it when the
+   * response is small enough to sit whole in the socket buffers between server and client.
+   */
+  throttle(bytesPerSecond: number | undefined): void;
+  /**
    * A silent server: freeze every open connection, and accept new ones but never forward a byte on
    * them, until `heal()` (a hung API server or a black-holed route, where nothing fails fast).
    */
@@ -47,10 +54,13 @@ export interface TcpProxy {
  */
 export async function startTcpProxy(targetPort: number, targetHost = "127.0.0.1"): Promise<TcpProxy> {
   const open = new Set<Socket>();
-  const pairs = new Set<[Socket, Socket]>();
+  // Client, upstream and, on a throttled connection, the stream that slows the upstream's bytes.
+  type Pair = [Socket, Socket, Transform | undefined];
+  const pairs = new Set<Pair>();
   const frozen = new Set<Socket>();
   let partitioned = false;
   let silent = false;
+  let rate: number | undefined;
   let accepted = 0;
   const server: Server = createServer((client) => {
     accepted++;
@@ -69,7 +79,8 @@ export async function startTcpProxy(targetPort: number, targetHost = "127.0.0.1"
     const upstream = createConnection({ port: targetPort, host: targetHost });
     open.add(client);
     open.add(upstream);
-    const pair: [Socket, Socket] = [client, upstream];
+    const slow = rate !== undefined ? throttled(rate) : undefined;
+    const pair: Pair = [client, upstream, slow];
     pairs.add(pair);
     const cleanup = (): void => {
       frozen.delete(client);
@@ -78,19 +89,25 @@ export async function startTcpProxy(targetPort: number, targetHost = "127.0.0.1"
       pairs.delete(pair);
       client.destroy();
       upstream.destroy();
+      slow?.destroy();
     };
     client.on("error", cleanup).on("close", cleanup);
-    upstream.on("error", cleanup).on("close", cleanup);
-    client.pipe(upstream).pipe(client);
+    // A throttled connection may still hold what the server sent before it closed: the pipe ends the
+    // client once that passed, and the client's close cleans up.
+    upstream.on("error", cleanup).on("close", () => (slow ? undefined : cleanup()));
+    client.pipe(upstream);
+    if (slow) upstream.pipe(slow).pipe(client);
+    else upstream.pipe(client);
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const address = server.address();
   const port = typeof address === "object" && address ? address.port : 0;
   const freezeAll = (): void => {
-    for (const [c, u] of pairs) {
+    for (const [c, u, slow] of pairs) {
       frozen.add(c);
       c.unpipe(u);
-      u.unpipe(c);
+      u.unpipe(slow ?? c);
+      slow?.unpipe(c);
       // Keep reading (and discarding) so the peers' writes never block and a peer's close is seen: only
       // forwarding stops. unpipe() paused the sockets, and a new 'data' listener does not resume a paused one.
       c.removeAllListeners("data")
@@ -125,6 +142,11 @@ export async function startTcpProxy(targetPort: number, targetHost = "127.0.0.1"
       silent = true;
       freezeAll();
     },
+    throttle: (bytesPerSecond) => {
+      if (bytesPerSecond !== undefined && !(bytesPerSecond > 0))
+        throw new RangeError(`throttle: bytesPerSecond must be > 0 (got ${bytesPerSecond})`);
+      rate = bytesPerSecond;
+    },
     heal: () => {
       partitioned = false;
       silent = false;
@@ -134,6 +156,25 @@ export async function startTcpProxy(targetPort: number, targetHost = "127.0.0.1"
       await new Promise((r) => server.close(r));
     },
   };
+}
+
+/** A stream that passes its bytes on at most `bytesPerSecond`, in slices of a tenth of a second's worth. */
+function throttled(bytesPerSecond: number): Transform {
+  const slice = Math.max(1, Math.floor(bytesPerSecond / 10));
+  return new Transform({
+    transform(chunk: Buffer, _enc, done: TransformCallback) {
+      let at = 0;
+      const next = (): void => {
+        if (this.destroyed) return done();
+        const part = chunk.subarray(at, at + slice);
+        at += part.length;
+        this.push(part);
+        // Wait out each slice's time, the last one's too: small chunks must not pass at full speed.
+        setTimeout(at >= chunk.length ? done : next, (part.length / bytesPerSecond) * 1000);
+      };
+      next();
+    },
+  });
 }
 
 /** The configuration of the kubeconfig at `path`, but with its cluster reached through `port` on 127.0.0.1. */
