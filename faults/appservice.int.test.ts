@@ -196,21 +196,28 @@ describe("faults: the AppService operator", { timeout: 600_000 }, () => {
       total(afterFight, "controller_runtime_reconcile_total") -
       total(before, "controller_runtime_reconcile_total");
     const settleWrites = writes(settled) - writes(afterFight);
+    const deploymentEvents =
+      total(afterFight, "opkit_informer_received_total", { kind: /^Deployment\./ }) -
+      total(before, "opkit_informer_received_total", { kind: /^Deployment\./ });
     await alive("fighter");
     report("replica-fighter", {
       load: `${fighterWrites} fighter writes on ${targets.length} Deployments in ${fightMs / 1000} s`,
       faults: "a second client rewriting spec.replicas every 100 ms",
       lost: 0,
       startedAt,
-      extra: `operator requests=${opRequests} (${(opRequests / seconds).toFixed(1)}/s), writes=${opWrites} in ${reconciles} reconciles, then ${settleWrites} status writes while the pods went, then ${quiet ? "quiet" : "STILL WRITING"}`,
+      extra: `operator requests=${opRequests} (${(opRequests / seconds).toFixed(1)}/s), writes=${opWrites} in ${reconciles} reconciles on ${deploymentEvents} Deployment events, then ${settleWrites} status writes while the pods went, then ${quiet ? "quiet" : "STILL WRITING"}`,
     });
-    // No hot loop: events coalesce per key, so the operator reconciles about once per fighter write
-    // (the fighter's change and the Deployment controller's status updates that follow it), and each
-    // reconcile writes at most its two children (server-side apply, sent even when nothing changed:
-    // the Service's apply is a no-op every time) and its status.
+    // No hot loop: every reconcile follows a change of a Deployment (the fighter's, the operator's own
+    // revert, or the Deployment controller's status updates as pods come and go; the AppService's own
+    // status writes pass no predicate), and events coalesce per key, so there are at most as many
+    // reconciles as Deployment events: a reconcile that requeued itself would break this. How many of
+    // them coalesce depends on timing (with HTTP/2 watches events came in bursts, 124 reconciles on 765
+    // events; with HTTP/1.1, 519 on 647), so the bound is the events, not the fighter's writes. Each
+    // reconcile writes at most its two children (server-side apply) and its status; and once the fight
+    // ends, writing stops (below).
     assert.ok(
-      reconciles <= 2 * fighterWrites + 20,
-      `reconciles ${reconciles} bounded by 2 × fighter writes ${fighterWrites} + 20`,
+      reconciles <= deploymentEvents + 20,
+      `reconciles ${reconciles} bounded by the Deployment events ${deploymentEvents} + 20`,
     );
     assert.ok(opWrites <= 3 * reconciles, `writes ${opWrites} ≤ 3 per reconcile (${reconciles} reconciles)`);
     assert.ok(quiet, `no write-free 3 s within 30 s of the fight's end: ${settleWrites} writes (a hot loop)`);

@@ -7,6 +7,9 @@
  *   OPKIT_TEST_ENV=<env> node --conditions=opkit-source scripts/probe-h2-reset-stall.ts [trials]
  *   NODE_DEBUG_NATIVE=HTTP2SESSION,TLSWRAP ... shows the mechanism in a stalled trial (see below).
  *
+ * opkit's client has spoken HTTP/1.1 since (partly for this), so the probe now shows no stall: run against
+ * a client that negotiates HTTP/2 to see it again.
+ *
  * The cause is in Node (seen on 24.21.0), not in undici or opkit. The reset reaches the client while its
  * TLS socket still holds ciphertext read before it, so the HTTP/2 session goes on decoding and, as the
  * body is consumed, writes WINDOW_UPDATE frames. The first such write fails synchronously with ECONNRESET:

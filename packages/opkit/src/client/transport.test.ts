@@ -7,9 +7,11 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import type { ServerResponse } from "node:http";
-import { createServer } from "node:net";
+import { createSecureServer } from "node:http2";
+import { createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { TLSSocket } from "node:tls";
 import {
   Transport,
   defaultUserAgent,
@@ -25,6 +27,7 @@ import {
   UnauthorizedError,
 } from "./errors.ts";
 import { FakeClock } from "../clock/index.ts";
+import { createCertificateAuthority } from "../pki/index.ts";
 import { fakeApiServer, status, type Handler, type FakeServer } from "./testdata/fake-apiserver.ts";
 import type { ClusterConfig } from "./config.ts";
 
@@ -325,6 +328,46 @@ describe("Transport aborts", () => {
   });
 });
 
+describe("Transport protocol", () => {
+  it("speaks HTTP/1.1 to a server that offers HTTP/2 too, keeping connections alive", async () => {
+    const ca = await createCertificateAuthority("opkit-h1-test-ca");
+    const serving = await ca.issue({ commonName: "127.0.0.1", hosts: ["127.0.0.1"], usage: "server" });
+    const seen: { version: string; alpn: string | false | null; socket: object }[] = [];
+    // As kube-apiserver does: ALPN offers h2 and http/1.1.
+    const server = createSecureServer(
+      { cert: serving.certPem, key: serving.keyPem, allowHTTP1: true },
+      (req, res) => {
+        const socket = req.socket as TLSSocket;
+        seen.push({ version: req.httpVersion, alpn: socket.alpnProtocol, socket });
+        res.setHeader("content-type", "application/json");
+        res.end(JSON.stringify({ ok: true }));
+      },
+    );
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+    const port = (server.address() as AddressInfo).port;
+    const t = await Transport.create({
+      server: `https://127.0.0.1:${port}`,
+      certificateAuthority: { data: ca.certPem },
+      token: "t",
+    });
+    try {
+      for (let i = 0; i < 6; i++)
+        assert.deepEqual(await t.request({ method: "GET", path: `/x${i}` }), { ok: true });
+      assert.deepEqual(
+        seen.map((s) => `${s.version} ${s.alpn}`),
+        Array<string>(6).fill("1.1 http/1.1"),
+      );
+      // Not a connection per request. (undici hands the second request a second connection while the
+      // first is being released, then reuses both; hence at most two.)
+      const sockets = new Set(seen.map((s) => s.socket)).size;
+      assert.ok(sockets <= 2, `${sockets} connections for 6 requests`);
+    } finally {
+      await t.destroy();
+      await new Promise<void>((r) => server.close(() => r()));
+    }
+  });
+});
+
 describe("Transport headers", () => {
   it("encodes query values as the API server decodes them, a lone surrogate as U+FFFD (not a ConnectionError)", async () => {
     await withServer(
@@ -388,7 +431,7 @@ describe("Transport headers", () => {
     await withServer(
       script(warn("v1beta1 is deprecated"), warn("v1beta1 is deprecated"), warn('unknown field "spec.x"')),
       async (t) => {
-        for (let i = 0; i < 3; i++) await t.request({ method: "GET", path: `/x${i}` });
+        for (let i = 0; i < 6; i++) await t.request({ method: "GET", path: `/x${i}` });
         assert.deepEqual(seen, ["v1beta1 is deprecated", 'unknown field "spec.x"']);
       },
       { onWarning: (w) => void seen.push(w.text) },

@@ -282,6 +282,13 @@ export class Transport {
       // each request sets its own idle timeout.
       bodyTimeout: 0,
       headersTimeout: 60_000,
+      // HTTP/1.1, not the HTTP/2 undici 8 offers by default. In Node, a request over HTTP/2 costs 1.3–1.5×
+      // the CPU of one over HTTP/1.1 (server-side applies against opkit env: ~330 against ~250 µs), which
+      // made up most of the operator's CPU gap to controller-runtime in the converge bench; and a reset
+      // HTTP/2 connection can stall instead of failing (scripts/probe-h2-reset-stall.ts). Each watch holds
+      // a connection of its own, and a watch is noticed dead by its idle timeout, not by pings (see the
+      // reflector's minWatchTimeoutSeconds).
+      allowH2: false,
     };
     // ProxyAgent keeps one pool per origin behind the proxy; there is one origin, so one pool.
     if (this.proxy) {
@@ -548,10 +555,11 @@ export class Transport {
   }
 
   /**
-   * Replace the pool after a request or watch on it went silent past its timeout. The API server speaks
-   * HTTP/2, so one connection carries every request: a connection that stopped carrying bytes (a hung
-   * proxy, a dead NAT entry) would otherwise be handed the next request too, and each would wait out
-   * its own timeout. Requests still on the old pool fail, and their callers retry on the new one.
+   * Replace the pool after a request or watch on it went silent past its timeout. A connection that
+   * stopped carrying bytes is rarely alone (a hung proxy, a dead NAT entry take its siblings too), and a
+   * kept-alive one would be handed the next request, which would wait out its own timeout. Requests and
+   * watches still on the old pool fail, and their callers retry (watches resume from their last
+   * resourceVersion) on the new one.
    */
   resetConnections(dead: Dispatcher): void {
     if (this.dispatcher !== dead) return; // already replaced

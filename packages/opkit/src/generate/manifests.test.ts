@@ -281,7 +281,11 @@ test("Dockerfile: two node:24-slim stages, production deps only at run time, non
   assert.match(runtime, /RUN npm ci --omit=dev/);
   assert.match(runtime, /COPY --from=build \/app\/dist \.\/dist/);
   assert.match(runtime, /USER 65532:65532/);
-  assert.ok(runtime.trimEnd().endsWith('ENTRYPOINT ["node", "--max-semi-space-size=8", "dist/main.js"]'));
+  assert.ok(
+    runtime
+      .trimEnd()
+      .endsWith('ENTRYPOINT ["node", "--max-semi-space-size=8", "--liftoff-only", "dist/main.js"]'),
+  );
   assert.match(dockerignore(), /^node_modules$/m);
   assert.match(dockerignore(), /^\.git$/m);
   assert.match(dockerignore(), /^chart\/$/m);
