@@ -3,8 +3,8 @@
  * available (its status says so, Ready=True at its generation) and its Service; for the Go peer and for
  * opkit's AppService operator, alternating, each on fresh namespaces that are deleted afterwards.
  * Per run: wall time, the operator's writes and requests (its own rest_client_requests_total, and the
- * apiserver's apiserver_request_total as a cross-check), its CPU seconds from /proc, idle and peak RSS,
- * and the CPU it used from start to ready.
+ * apiserver's apiserver_request_total as a cross-check), its reconciles (controller_runtime_reconcile_total,
+ * which both expose), its CPU seconds from /proc, idle and peak RSS, and the CPU it used from start to ready.
  */
 import { Services, kindRef } from "opkit";
 import {
@@ -28,6 +28,7 @@ interface Run {
   writes: number;
   requests: number;
   apiserverWrites: number;
+  reconciles: number;
   cpu: number;
   idleRss: number;
   peakRss: number;
@@ -118,6 +119,7 @@ async function oneRun(
       writes: delta("rest_client_requests_total", { method: WRITES }),
       requests: delta("rest_client_requests_total"),
       apiserverWrites: apiserverWrites(a1) - apiserverWrites(a0),
+      reconciles: delta("controller_runtime_reconcile_total"),
       cpu,
       idleRss,
       peakRss: peak,
@@ -175,6 +177,7 @@ export async function runConverge(o: {
       "requests",
       (r) => r.requests / o.n,
     ),
+    both("converge: reconciles per AppService", "reconciles", (r) => r.reconciles / o.n),
     both("converge: operator CPU, create → converged", "s", (r) => r.cpu, 1),
     both("converge: idle RSS", "MiB", (r) => r.idleRss / mib, 2.5),
     both("converge: peak RSS", "MiB", (r) => r.peakRss / mib, 2.5),
