@@ -368,6 +368,42 @@ describe("Transport protocol", () => {
   });
 });
 
+describe("Transport dead connections", () => {
+  it("a request silent past its idle timeout leaves the pool's other requests alone: a watch in flight ends whole", async () => {
+    // 3 s of events: undici's timers tick every ~0.5 s, so the 100 ms timeout fires within ~1 s.
+    const events = 60;
+    await withServer(
+      (req) => {
+        if (req.url.startsWith("/slow")) return "hang";
+        if (req.url.startsWith("/watch"))
+          return (res: ServerResponse) => {
+            res.writeHead(200, { "content-type": "application/json" });
+            let i = 0;
+            const timer = setInterval(() => {
+              res.write(`${JSON.stringify({ type: "ADDED", object: { i } })}\n`);
+              if (++i === events) {
+                clearInterval(timer);
+                res.end();
+              }
+            }, 50);
+          };
+        return OK;
+      },
+      async (t) => {
+        const body = await t.stream({ method: "GET", path: "/watch", query: { watch: true } });
+        await assert.rejects(
+          t.request({ method: "POST", path: "/slow", body: {}, idleTimeoutMs: 100 }),
+          ConnectionError,
+        );
+        let text = "";
+        for await (const chunk of body) text += String(chunk);
+        assert.equal(text.trim().split("\n").length, events, "the watch was not cut");
+        assert.deepEqual(await t.request({ method: "GET", path: "/after" }), { ok: true });
+      },
+    );
+  });
+});
+
 describe("Transport headers", () => {
   it("encodes query values as the API server decodes them, a lone surrogate as U+FFFD (not a ConnectionError)", async () => {
     await withServer(

@@ -254,14 +254,17 @@ export class Transport {
     const old = this.dispatcher;
     this.dispatcher = this.build(tls);
     this.generation = tls.generation;
-    if (old) {
-      this.retiring.add(old);
-      void old
-        .close()
-        .catch(() => undefined)
-        .finally(() => this.retiring.delete(old));
-    }
+    if (old) this.retire(old);
     return this.dispatcher;
+  }
+
+  /** Let a replaced pool drain: its idle connections close at once, its requests and watches finish. */
+  private retire(old: Dispatcher): void {
+    this.retiring.add(old);
+    void old
+      .close()
+      .catch(() => undefined)
+      .finally(() => this.retiring.delete(old));
   }
 
   private build(tls: TlsMaterial): Dispatcher {
@@ -323,7 +326,7 @@ export class Transport {
   private async send(
     opts: RequestOptions,
     info: RequestInfo,
-  ): Promise<{ res: Dispatcher.ResponseData; authState: number }> {
+  ): Promise<{ res: Dispatcher.ResponseData; authState: number; dispatcher: Dispatcher }> {
     const signal = opts.signal;
     if (this.closed) throw new ConnectionError(info, new Error("the client is closed"), true);
     if (signal?.aborted) throw new RequestAbortedError(info, signal.reason);
@@ -366,7 +369,7 @@ export class Transport {
       });
       report(res.statusCode);
       this.noteWarnings(res.headers.warning, info);
-      return { res, authState };
+      return { res, authState, dispatcher };
     } catch (err) {
       report(0);
       if (signal?.aborted) throw new RequestAbortedError(info, signal.reason);
@@ -428,7 +431,8 @@ export class Transport {
       let dispatcher: Dispatcher | undefined;
       try {
         const sent = await this.send(opts, info);
-        dispatcher = this.dispatcher;
+        // The pool that carried it, not the current one: a rotation may have replaced it meanwhile.
+        dispatcher = sent.dispatcher;
         const res = sent.res;
         authState = sent.authState;
         code = res.statusCode;
@@ -491,13 +495,12 @@ export class Transport {
   async streamResponse(opts: RequestOptions): Promise<{ body: Readable; contentType: string }> {
     const info: RequestInfo = { method: opts.method, path: opts.path };
     for (let reauthenticated = false; ; reauthenticated = true) {
-      const { res, authState } = await this.send(opts, info);
+      const { res, authState, dispatcher } = await this.send(opts, info);
       const type = contentType(res.headers);
       if (res.statusCode >= 200 && res.statusCode < 300) {
-        const dispatcher = this.dispatcher;
         // A watch silent past its idle timeout is on a dead connection: stop reusing it.
         res.body.once("error", (err) => {
-          if (isTimeout(err) && dispatcher) this.resetConnections(dispatcher);
+          if (isTimeout(err)) this.resetConnections(dispatcher);
         });
         return { body: res.body, contentType: type };
       }
@@ -555,16 +558,17 @@ export class Transport {
   }
 
   /**
-   * Replace the pool after a request or watch on it went silent past its timeout. A connection that
-   * stopped carrying bytes is rarely alone (a hung proxy, a dead NAT entry take its siblings too), and a
-   * kept-alive one would be handed the next request, which would wait out its own timeout. Requests and
-   * watches still on the old pool fail, and their callers retry (watches resume from their last
-   * resourceVersion) on the new one.
+   * Replace the pool after a request or watch on it went silent past its timeout. undici has already
+   * destroyed that connection; its siblings may be as dead (a hung proxy, a dead NAT entry), and a
+   * kept-alive one would be handed the next request, which would wait out its own timeout. So new requests
+   * go to a new pool, and the old one is retired: its idle connections close at once, while its requests
+   * and watches in flight go on (each has its own idle timeout). Destroying it instead would also fail the
+   * healthy watches and writes in flight, e.g. after one slow admission webhook.
    */
   resetConnections(dead: Dispatcher): void {
     if (this.dispatcher !== dead) return; // already replaced
     this.dispatcher = undefined;
-    void dead.destroy().catch(() => undefined);
+    this.retire(dead);
   }
 
   /**
