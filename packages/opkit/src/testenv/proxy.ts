@@ -116,6 +116,8 @@ export async function startTcpProxy(targetPort: number, targetHost = "127.0.0.1"
       u.removeAllListeners("data")
         .on("data", () => undefined)
         .resume();
+      // A throttled pair leaves the upstream's close to the pipe, which is cut now: pass it on here.
+      if (slow) u.once("close", () => c.destroy());
     }
     pairs.clear();
   };
