@@ -216,25 +216,24 @@ describe("faults: the AppService operator", { timeout: 600_000 }, () => {
       startedAt,
       extra: `operator requests=${opRequests} (${(opRequests / seconds).toFixed(1)}/s), writes=${opWrites} in ${reconciles} reconciles on ${deploymentEvents} Deployment events, ${specChanges} spec changes, then ${settleWrites} status writes while the pods went, then ${quiet ? "quiet" : "STILL WRITING"}`,
     });
-    // No requeue loop: every reconcile follows a change of a Deployment (the fighter's, the operator's own
-    // revert, or the Deployment controller's status updates as pods come and go; the AppService's own
-    // status writes pass no predicate), and events coalesce per key, so there are at most as many
-    // reconciles as Deployment events: a reconcile that requeued itself would break this. How many of
-    // them coalesce depends on timing (with HTTP/2 watches events came in bursts, 124 reconciles on 765
-    // events; with HTTP/1.1, 519 on 647), so this bound is the events, not the fighter's writes. A loop
-    // through the server (a write whose event brings another write) keeps reconciles near events: the spec
-    // bound above and the quiet after the fight catch that. Each reconcile writes at most its two children
-    // (server-side apply) and its status.
-    // The operator reverts each of the fighter's writes once: a loop of its own writes on the spec (an
-    // apply that never settles) would change it more often, whatever the timing.
+    // No loop of the operator's own writes on the spec (an apply that never settles): it reverts each of
+    // the fighter's writes once, so the spec changes at most twice per fighter write, whatever the timing.
     assert.ok(
       specChanges <= 2 * fighterWrites + 10,
       `${specChanges} spec changes for ${fighterWrites} fighter writes: at most the write and its revert each`,
     );
+    // No requeue loop: every reconcile follows a change of a Deployment (the fighter's, the operator's own
+    // revert, or the Deployment controller's status updates as pods come and go; the AppService's own
+    // status writes pass no predicate), and events coalesce per key, so there are at most as many
+    // reconciles as Deployment events. How many coalesce depends on timing (with HTTP/2 watches events
+    // came in bursts, 124 reconciles on 765 events; with HTTP/1.1, 519 on 647), so the bound is the
+    // events, not the fighter's writes. A loop through the server (a write whose event brings another
+    // write) keeps reconciles near events: the spec bound above and the quiet after the fight catch it.
     assert.ok(
       reconciles <= deploymentEvents + 20,
       `reconciles ${reconciles} bounded by the Deployment events ${deploymentEvents} + 20`,
     );
+    // Each reconcile writes at most its two children (server-side apply) and its status.
     assert.ok(opWrites <= 3 * reconciles, `writes ${opWrites} ≤ 3 per reconcile (${reconciles} reconciles)`);
     assert.ok(quiet, `no write-free 3 s within 30 s of the fight's end: ${settleWrites} writes (a hot loop)`);
   });

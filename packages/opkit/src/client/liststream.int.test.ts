@@ -117,10 +117,10 @@ describe("streamed list decode against opkit env", () => {
     cache.start();
     // Over HTTP/1.1, which the client speaks, the reset fails the body at once. The bound stays 90 s, past
     // the request's 60 s body timeout, from when it spoke HTTP/2: there a body whose connection was reset
-    // while its reader was busy sometimes never errored, and only that timeout ended the cut list. The cause is in Node: a
-    // WINDOW_UPDATE write that fails at once with ECONNRESET leaves the TLS socket thinking a write is still
-    // in progress, and the HTTP/2 session stops reading while a write is in progress, so it never sees the
-    // reset (scripts/probe-h2-reset-stall.ts measures it and explains the mechanism).
+    // while its reader was busy sometimes never errored, and only that timeout ended the cut list. The
+    // cause is in Node: a WINDOW_UPDATE write that fails at once with ECONNRESET leaves the TLS socket
+    // thinking a write is still in progress, and the HTTP/2 session stops reading while a write is in
+    // progress, so it never sees the reset (scripts/probe-h2-reset-stall.ts explains the mechanism).
     await cache.waitForSync(90_000);
     assert.ok(lists >= 2, `the cut list was followed by another (${lists} lists)`);
     assert.equal(informer.list().length, total);
