@@ -100,6 +100,31 @@ describe("Store", () => {
     assert.ok(Object.isFrozen(inner) && Object.isFrozen(inner.list[0]));
   });
 
+  it("a store of decoded objects freezes each one's open members whole and does not walk frozen ones again", () => {
+    const s = new Store<KubeObject>({ decodedObjects: true });
+    // As the protobuf decoder hands them over with freezeNested: all below the top frozen but the top.
+    const spec = Object.freeze({ containers: Object.freeze([Object.freeze({ name: "web" })]) });
+    const labels = { app: "web" };
+    const input = { apiVersion: "v1", kind: "Pod", metadata: { name: "p", namespace: "n", labels }, spec };
+    const { obj } = s.upsert(input);
+    assert.ok(Object.isFrozen(obj) && Object.isFrozen(obj.metadata) && Object.isFrozen(labels));
+    assert.equal((obj as unknown as { spec: unknown }).spec, spec, "kept as it came");
+    // A frozen member is taken as frozen all the way down: this store is only for decoders' objects.
+    const shallow = { open: true };
+    s.upsert({
+      metadata: { name: "q", namespace: "n" },
+      x: Object.freeze({ shallow }),
+    } as unknown as KubeObject);
+    assert.ok(!Object.isFrozen(shallow));
+    // The default store walks everything (a transform may have frozen the top of a member only).
+    const walked = { open: true };
+    new Store<KubeObject>().upsert({
+      metadata: { name: "q" },
+      x: Object.freeze({ walked }),
+    } as unknown as KubeObject);
+    assert.ok(Object.isFrozen(walked));
+  });
+
   it("indexes always equal a rebuild from scratch, whatever the updates change (property)", () => {
     // A multi-valued index whose values change order, repeat or vanish between versions, and owners
     // that come and go: after every step each index must list exactly what a fresh store would.

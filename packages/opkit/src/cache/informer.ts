@@ -147,7 +147,7 @@ export class SyncTimeoutError extends Error {
 
 export class Informer<T extends KubeObject> implements SharedInformer<T> {
   readonly kind: KindRef<T>;
-  readonly store = new Store<T>();
+  readonly store: Store<T>;
   private current: Reflector<T>;
   private readonly client: ListWatcher;
   private readonly opts: InformerOptions<T>;
@@ -182,6 +182,8 @@ export class Informer<T extends KubeObject> implements SharedInformer<T> {
     this.namespace = opts.namespace;
     this.client = client;
     this.opts = opts;
+    // Without a transform the reflector hands over objects as the client decoded them.
+    this.store = new Store<T>({ decodedObjects: opts.transform === undefined });
     this.current = new Reflector(client, kind, this.sink(0), opts);
   }
 

@@ -292,8 +292,10 @@ export class Reflector<T extends KubeObject> {
           limit,
           continue: cont,
           onItem: (item: T) => items.push(this.complete(item)),
-          // The default transform drops them: skip them before decoding.
+          // The default transform drops them: skip them before decoding. It changes nothing else, so
+          // what lies below each object may come frozen, as the store keeps it.
           omitManagedFields: this.opts.transform === undefined,
+          freezeNested: this.opts.transform === undefined,
         });
       } catch (err) {
         if (cont && err instanceof GoneError) throw new ExpiredContinueError(err);
@@ -323,6 +325,7 @@ export class Reflector<T extends KubeObject> {
         timeoutSeconds: this.watchTimeoutSeconds(),
         idleTimeoutMs: this.progressDeadlineMs(),
         omitManagedFields: this.opts.transform === undefined,
+        freezeNested: this.opts.transform === undefined,
       });
       for await (const ev of events) {
         if (!synced) {
@@ -378,8 +381,9 @@ export class Reflector<T extends KubeObject> {
       allowWatchBookmarks: true,
       timeoutSeconds: this.watchTimeoutSeconds(),
       idleTimeoutMs: this.progressDeadlineMs(),
-      // The default transform drops them: skip them before decoding.
+      // The default transform drops them: skip them before decoding (and see pagedList).
       omitManagedFields: this.opts.transform === undefined,
+      freezeNested: this.opts.transform === undefined,
     });
     let count = 0;
     for await (const ev of events) {

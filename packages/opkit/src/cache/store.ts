@@ -50,13 +50,26 @@ type IndexMap = Map<string, Set<string>>;
 
 /** Freezes an object and everything inside it, in place; returns it typed as deeply readonly. */
 export function deepFreeze<T>(obj: T): DeepReadonly<T> {
-  freeze(obj);
+  if (typeof obj === "object" && obj !== null && !Object.isFrozen(obj)) freezeObject(obj);
   return obj as DeepReadonly<T>;
 }
 
-function freeze(value: unknown): void {
-  if (typeof value !== "object" || value === null || Object.isFrozen(value)) return;
-  freezeObject(value);
+/**
+ * deepFreeze for an object whose members, when frozen, are frozen all the way down: what the client's
+ * decoders hand over, fresh from JSON.parse (nothing frozen) or from protobuf with freezeNested (all
+ * below the top frozen as it was built). Walking such members again was most of the cost of filling the
+ * store with a protobuf list.
+ */
+function freezeDecoded<T>(obj: T): DeepReadonly<T> {
+  if (typeof obj !== "object" || obj === null || Object.isFrozen(obj) || Array.isArray(obj))
+    return deepFreeze(obj);
+  const record = obj as Record<string, unknown>;
+  for (const key in record) {
+    const v = record[key];
+    if (typeof v === "object" && v !== null && !Object.isFrozen(v)) freezeObject(v);
+  }
+  Object.freeze(obj);
+  return obj as DeepReadonly<T>;
 }
 
 // Children first, so a half-frozen tree is never observable. Indexed and keyed loops that step over
@@ -80,12 +93,24 @@ function freezeObject(value: object): void {
   Object.freeze(value);
 }
 
+/** How a Store freezes what enters it. */
+export interface StoreOptions {
+  /**
+   * The objects come straight from the client's decoders (no transform of the caller's in between), so
+   * a member found frozen is frozen all the way down and is not walked again. Default false: every
+   * object is walked whole, in case something froze only the top of a member.
+   */
+  decodedObjects?: boolean;
+}
+
 export class Store<T extends KubeObject> {
   private items = new Map<string, DeepReadonly<T>>();
+  private readonly freeze: <U>(obj: U) => DeepReadonly<U>;
   private readonly indexers = new Map<string, IndexFunc<T>>();
   private indexes = new Map<string, IndexMap>();
 
-  constructor() {
+  constructor(opts: StoreOptions = {}) {
+    this.freeze = opts.decodedObjects ? freezeDecoded : deepFreeze;
     this.indexers.set(NAMESPACE_INDEX, (o) => [o.metadata.namespace ?? ""]);
     this.indexers.set(OWNER_INDEX, (o) => {
       const owner = o.metadata.ownerReferences?.find((r) => r.controller);
@@ -120,7 +145,7 @@ export class Store<T extends KubeObject> {
 
   /** Insert or replace one object (frozen on the way in); returns it and the previous version. */
   upsert(input: T): { obj: DeepReadonly<T>; old: DeepReadonly<T> | undefined } {
-    const obj = deepFreeze(input);
+    const obj = this.freeze(input);
     const key = objectKey(obj);
     const old = this.items.get(key);
     this.items.set(key, obj);
@@ -157,7 +182,7 @@ export class Store<T extends KubeObject> {
     const indexes = new Map<string, IndexMap>();
     for (const name of this.indexers.keys()) indexes.set(name, new Map());
     for (const input of objs) {
-      const obj = deepFreeze(input);
+      const obj = this.freeze(input);
       const key = objectKey(obj);
       items.set(key, obj);
       for (const [name, fn] of this.indexers) addToIndex(indexes.get(name) as IndexMap, fn(obj), key);

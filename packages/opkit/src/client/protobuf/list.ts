@@ -12,7 +12,7 @@ import {
   kindDecoder,
   protobufMessage,
   type KindDecoder,
-  type StringTable,
+  decodeTable,
 } from "./decode.ts";
 import { STATUS } from "./messages.ts";
 
@@ -22,9 +22,15 @@ export const PROTOBUF = "application/vnd.kubernetes.protobuf";
 /** What every protobuf object and list begins with. */
 export const MAGIC = Buffer.from([0x6b, 0x38, 0x73, 0x00]); // "k8s\0"
 
-/** Bytes received and not yet consumed, as the chunks they came in. */
+/**
+ * Bytes received and not yet consumed, as the chunks they came in (a watch body hands over batches of the
+ * server's 4 KiB writes, joined: see typedErrors). `consume` lets a list's objects be read where they lie,
+ * without a Buffer view made for each; only one that straddles two chunks is joined.
+ */
 export class Bytes {
   private chunks: Buffer[] = [];
+  /** The buffer the last `consume` points into. */
+  private current: Buffer = Buffer.alloc(0);
   /** Bytes in `chunks`, and how many of the first chunk are consumed. */
   private size = 0;
   private offset = 0;
@@ -70,9 +76,36 @@ export class Bytes {
     return undefined;
   }
 
+  /** The buffer that the offsets `consume` returns point into. */
+  get buffer(): Buffer {
+    return this.current;
+  }
+
+  /**
+   * Consumes the next `n` bytes and returns where they start in `buffer`: in place when they lie in one
+   * chunk, else in a buffer joined for them.
+   */
+  consume(n: number): number {
+    const first = this.chunks[0];
+    if (first === undefined || this.offset + n > first.length) {
+      this.current = this.take(n);
+      return 0;
+    }
+    const at = this.offset;
+    this.current = first;
+    this.offset += n;
+    if (this.offset === first.length) {
+      this.chunks.shift();
+      this.size -= first.length;
+      this.offset = 0;
+    }
+    return at;
+  }
+
   /** The next `n` bytes, consumed: a view when they lie in one chunk, else joined once. */
   take(n: number): Buffer {
     if (n === 0) return Buffer.alloc(0);
+    if (n > this.available) throw new RangeError(`${n} bytes asked, ${this.available} available`);
     const first = this.chunks[0] as Buffer;
     let out: Buffer;
     if (this.offset + n <= first.length) {
@@ -119,7 +152,7 @@ export function lengthFields(b: Buffer, what: string): Map<number, Buffer> {
     if (!tag || !len || bytes.available < tag.length + len.length + len.value)
       throw new ProtobufDecodeError(`${what} ends early`);
     if ((tag.value & 7) !== 2) throw new ProtobufDecodeError(`unexpected field in ${what}`);
-    bytes.take(tag.length + len.length);
+    bytes.consume(tag.length + len.length);
     out.set(tag.value >>> 3, bytes.take(len.value));
   }
   return out;
@@ -140,11 +173,12 @@ export function stringFields(b: Buffer): Map<number, string> {
 export async function parseProtobufList<L extends { items: unknown[] }>(
   chunks: AsyncIterable<unknown>,
   onItem: (item: L["items"][number]) => void,
-  opts: { omitManagedFields?: boolean } = {},
+  opts: { omitManagedFields?: boolean; freeze?: boolean } = {},
 ): Promise<L> {
   const omit = opts.omitManagedFields ?? false;
+  const freeze = opts.freeze ?? false;
   const bytes = new Bytes();
-  const strings: StringTable = new Map();
+  const table = decodeTable();
   let magic = false;
   let apiVersion = "";
   let listKind = "";
@@ -170,7 +204,7 @@ export async function parseProtobufList<L extends { items: unknown[] }>(
       if ((tag.value & 7) !== 2) throw new ProtobufDecodeError("unexpected field in the envelope");
       if (tag.value >>> 3 === 2) {
         if (rawDone) throw new ProtobufDecodeError("two lists in one answer");
-        bytes.take(header);
+        bytes.consume(header);
         rawLeft = len.value;
         rawDone = true;
         decoder = listDecoder(apiVersion, listKind);
@@ -178,7 +212,7 @@ export async function parseProtobufList<L extends { items: unknown[] }>(
         return true;
       }
       if (bytes.available < header + len.value) return false;
-      bytes.take(header);
+      bytes.consume(header);
       const body = bytes.take(len.value);
       const field = tag.value >>> 3;
       if (field === 1) {
@@ -193,13 +227,13 @@ export async function parseProtobufList<L extends { items: unknown[] }>(
     // A field of the list message.
     if (bytes.available < header + len.value) return false;
     if (header + len.value > rawLeft) throw new ProtobufDecodeError("a list field overruns the list");
-    bytes.take(header);
-    const body = bytes.take(len.value);
+    const at = bytes.consume(header + len.value) + header;
+    const end = at + len.value;
     rawLeft -= header + len.value;
     if (rawLeft === 0) rawLeft = -1;
     const d = decoder as KindDecoder;
-    if (tag.value === ((2 << 3) | 2)) onItem(d.item(body, 0, body.length, omit, strings));
-    else if (tag.value === ((1 << 3) | 2)) metadata = d.listMeta(body, 0, body.length);
+    if (tag.value === ((2 << 3) | 2)) onItem(d.item(bytes.buffer, at, end, omit, table, freeze));
+    else if (tag.value === ((1 << 3) | 2)) metadata = d.listMeta(bytes.buffer, at, end);
     else throw new ProtobufDecodeError(`field ${tag.value >>> 3} is not in a list`);
     return true;
   };
@@ -231,7 +265,7 @@ export function decodeProtobufStatus(body: Buffer): Record<string, unknown> | un
     const typeMeta = stringFields(envelope.get(1) ?? Buffer.alloc(0));
     const raw = envelope.get(2);
     if (typeMeta.get(2) !== "Status" || !raw) return undefined;
-    const status = kindDecoder(STATUS).item(raw, 0, raw.length, false, new Map());
+    const status = kindDecoder(STATUS).item(raw, 0, raw.length, false, decodeTable());
     return { kind: "Status", apiVersion: typeMeta.get(1) ?? "v1", ...status };
   } catch (err) {
     if (err instanceof ProtobufDecodeError) return undefined;

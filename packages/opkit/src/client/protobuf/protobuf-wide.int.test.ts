@@ -392,6 +392,10 @@ describe("protobuf lists against opkit env, unusual objects", () => {
         assert.equal(JSON.stringify(fromProtobuf[i]), JSON.stringify(fromJson[i]), `item ${i}`);
       // As a cache compares them, too (own keys only: a __proto__ key must be one).
       assert.deepStrictEqual(fromProtobuf, fromJson);
+      // As the cache reads them: frozen below the top, sub-objects shared between items.
+      const forCache: KubeObject[] = [];
+      await env.client.list(ref, { ...at, freezeNested: true, onItem: (o: KubeObject) => forCache.push(o) });
+      assert.deepStrictEqual(forCache, fromJson);
     });
   }
 });

@@ -241,7 +241,12 @@ describe("protobuf lists against opkit env", () => {
         if (err instanceof UnknownKindError) continue; // not served by this server
         throw err;
       }
-      for (const omitManagedFields of [false, true]) {
+      // freezeNested (as the cache asks) also shares sub-objects between items: the same objects still.
+      for (const [omitManagedFields, freezeNested] of [
+        [false, false],
+        [true, false],
+        [true, true],
+      ] as const) {
         // One snapshot for both answers.
         const { metadata } = await json.list(ref, { limit: 1 });
         // (ComponentStatus lists have no resourceVersion.)
@@ -253,6 +258,7 @@ describe("protobuf lists against opkit env", () => {
         const a = await env.client.list(ref, {
           ...at,
           omitManagedFields,
+          freezeNested,
           onItem: (o: KubeObject) => fromProtobuf.push(o),
         });
         const b = await json.list(ref, {
@@ -272,6 +278,8 @@ describe("protobuf lists against opkit env", () => {
           assert.equal(JSON.stringify(fromProtobuf[i]), JSON.stringify(fromJson[i]), `${key} item ${i}`);
         assert.deepEqual(a.metadata, b.metadata, `${key} list metadata`);
         assert.deepEqual(a.items, []);
+        if (freezeNested)
+          for (const o of fromProtobuf) assert.ok(Object.isFrozen(o.metadata) && !Object.isFrozen(o), key);
         if (!omitManagedFields) items += fromJson.length;
       }
       kinds++;

@@ -6,6 +6,7 @@
  */
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
+import fc from "fast-check";
 import { Cache } from "../../cache/cache.ts";
 import { KubeClient } from "../client.ts";
 import { CORE_V1_DISCOVERY, fakeApiServer } from "../testdata/fake-apiserver.ts";
@@ -66,13 +67,20 @@ const configMaps = answer(
   ),
 );
 
-async function decode(body: Buffer, chunkSize = body.length, omitManagedFields = false) {
+async function decode(body: Buffer, chunkSize = body.length, omitManagedFields = false, freeze = false) {
   const items: unknown[] = [];
   async function* chunks() {
     for (let i = 0; i < body.length; i += chunkSize) yield body.subarray(i, i + chunkSize);
   }
-  const list = await parseProtobufList(chunks(), (o) => items.push(o), { omitManagedFields });
+  const list = await parseProtobufList(chunks(), (o) => items.push(o), { omitManagedFields, freeze });
   return { list, items };
+}
+
+/** Every object and array below `value`'s top is frozen, and the top is not. */
+function frozenBelowTop(value: object): boolean {
+  const below = (v: unknown): boolean =>
+    typeof v !== "object" || v === null || (Object.isFrozen(v) && Object.values(v).every(below));
+  return !Object.isFrozen(value) && Object.values(value).every(below);
 }
 
 describe("protobuf lists", () => {
@@ -147,6 +155,87 @@ describe("protobuf lists", () => {
         spec: { leaseDurationSeconds: 0, acquireTime: "2026-01-02T03:04:05.123456Z", renewTime: null },
       },
     ]);
+  });
+
+  it("with freeze, freezes all below each item's top, shares sub-objects whose bytes repeat, and decodes the same", async () => {
+    const owner = (uid: string): Buffer =>
+      field(13, msg(field(5, "apps/v1"), field(1, "ReplicaSet"), field(3, "web"), field(4, uid), num(6, 1)));
+    // Items 1 and 2 have the same owner, item 3 another; every item has a label after it, which must be
+    // read right whether or not the owner before it was shared.
+    const item = (name: string, uid: string): Buffer =>
+      field(2, msg(field(1, meta(name, [owner(uid), field(11, msg(field(1, "app"), field(2, name)))]))));
+    const body = answer(
+      "v1",
+      "ConfigMapList",
+      msg(item("a", "u1"), item("b", "u1"), item("c", "u2"), item("d", "u2"), item("e", "u1")),
+    );
+    const open = (await decode(body)).items as KubeObject[];
+    for (const size of [1, 7, body.length]) {
+      const frozen = (await decode(body, size, false, true)).items as KubeObject[];
+      assert.equal(JSON.stringify(frozen), JSON.stringify(open), `chunks of ${size}`);
+      for (const o of frozen) assert.ok(frozenBelowTop(o), `${o.metadata.name} frozen below its top only`);
+      const refs = frozen.map((o) => o.metadata.ownerReferences?.[0]);
+      assert.equal(refs[0], refs[1], "the same bytes: one object");
+      assert.equal(refs[2], refs[3]);
+      assert.notEqual(refs[1], refs[2]);
+      assert.equal(refs[2]?.uid, "u2");
+      assert.equal(refs[4]?.uid, "u1");
+      assert.deepEqual(
+        frozen.map((o) => o.metadata.labels?.app),
+        ["a", "b", "c", "d", "e"],
+      );
+    }
+    // Without freeze nothing is shared: the caller may change what it gets.
+    assert.notEqual(open[0]?.metadata.ownerReferences?.[0], open[1]?.metadata.ownerReferences?.[0]);
+    assert.ok(!Object.isFrozen(open[0]?.metadata));
+  });
+
+  it("with freeze, decodes any list as without it (property: repeated, shifted and nested sub-messages)", async () => {
+    // Items built from a few parts, so that sub-messages repeat at the same place, at another place, and
+    // inside one another (a PodSpec's containers, their env, ports and resources).
+    const env = fc.constantFrom(
+      msg(field(1, "A"), field(2, "1")),
+      msg(field(1, "B"), field(3, msg(field(1, msg(field(2, "metadata.name")))))),
+      msg(field(1, "A"), field(2, "2")),
+    );
+    const port = fc.integer({ min: 1, max: 3 }).map((p) => msg(field(1, `p${p}`), num(3, 8000 + p)));
+    const container = fc
+      .record({
+        name: fc.constantFrom("web", "side"),
+        env: fc.array(env, { maxLength: 4 }),
+        ports: fc.array(port, { maxLength: 2 }),
+        cpu: fc.constantFrom("100m", "1"),
+      })
+      .map((c) =>
+        msg(
+          field(1, c.name),
+          ...c.ports.map((p) => field(6, p)),
+          ...c.env.map((e) => field(7, e)),
+          field(8, msg(field(1, msg(field(1, "cpu"), field(2, msg(field(1, c.cpu))))))),
+        ),
+      );
+    const pod = fc
+      .record({
+        name: fc.constantFrom("a", "b", "c"),
+        containers: fc.array(container, { minLength: 1, maxLength: 3 }),
+      })
+      .map((p) =>
+        field(2, msg(field(1, meta(p.name)), field(2, msg(...p.containers.map((c) => field(2, c)))))),
+      );
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(pod, { maxLength: 8 }),
+        fc.integer({ min: 1, max: 64 }),
+        async (pods, size) => {
+          const body = answer("v1", "PodList", msg(...pods));
+          const open = (await decode(body)).items;
+          const frozen = (await decode(body, size, false, true)).items as KubeObject[];
+          assert.equal(JSON.stringify(frozen), JSON.stringify(open));
+          for (const o of frozen) assert.ok(frozenBelowTop(o));
+        },
+      ),
+      { numRuns: 300 },
+    );
   });
 
   it("leaves managedFields out unread when asked", async () => {

@@ -15,8 +15,9 @@ import {
   ProtobufDecodeError,
   kindDecoder,
   protobufMessage,
+  decodeTable,
   type KindDecoder,
-  type StringTable,
+  type DecodeTable,
 } from "./decode.ts";
 import { Bytes, MAGIC, decodeProtobufStatus, lengthFields, stringFields } from "./list.ts";
 
@@ -28,15 +29,16 @@ export async function* parseProtobufWatchStream<T extends KubeObject>(
   body: Readable,
   request: RequestInfo,
   signal?: AbortSignal,
-  opts: { omitManagedFields?: boolean } = {},
+  opts: { omitManagedFields?: boolean; freeze?: boolean } = {},
 ): AsyncGenerator<WatchEvent<T>> {
   const omit = opts.omitManagedFields ?? false;
+  const freeze = opts.freeze ?? false;
   const bytes = new Bytes();
   const kinds: KindMemo = {};
   for await (const chunk of typedErrors(body, request, signal)) {
     bytes.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string, "latin1"));
-    // Strings are shared within a batch of events only, so a long watch holds no table that grows.
-    const strings: StringTable = new Map();
+    // Strings and objects are shared within a batch of events only, so a long watch holds no table that grows.
+    const table = decodeTable();
     for (;;) {
       const length = bytes.peekUint32();
       if (length !== undefined && length > MAX_WATCH_EVENT_BYTES)
@@ -44,7 +46,7 @@ export async function* parseProtobufWatchStream<T extends KubeObject>(
       if (length === undefined || bytes.available < 4 + length) break;
       stopIfAborted(request, signal);
       bytes.take(4);
-      yield decodeFrame<T>(bytes.take(length), request, omit, strings, kinds);
+      yield decodeFrame<T>(bytes.take(length), request, omit, freeze, table, kinds);
     }
   }
   // A clean end inside a frame is a stream cut short, not a message the tables cannot read.
@@ -69,7 +71,8 @@ function decodeFrame<T extends KubeObject>(
   frame: Buffer,
   request: RequestInfo,
   omit: boolean,
-  strings: StringTable,
+  freeze: boolean,
+  table: DecodeTable,
   kinds: KindMemo,
 ): WatchEvent<T> {
   const event = lengthFields(frame, "a watch event");
@@ -101,7 +104,7 @@ function decodeFrame<T extends KubeObject>(
   }
   const { kind, apiVersion } = known;
   const message = envelope.get(2) ?? EMPTY;
-  const fields = known.decoder.item(message, 0, message.length, omit, strings);
+  const fields = known.decoder.item(message, 0, message.length, omit, table, freeze);
   // The JSON stream's member order: kind and apiVersion (TypeMeta, inlined first), then the object's own.
   return { type, object: { kind, apiVersion, ...fields } as unknown as T };
 }
