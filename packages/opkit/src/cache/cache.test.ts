@@ -321,3 +321,31 @@ describe("Cache.setFilter (sharded informers)", () => {
     await cache.stop();
   });
 });
+
+describe("Cache with another ListWatcher than KubeClient", () => {
+  it("freezes what it lists all the way down, also below a member frozen at its top only", async () => {
+    const list = [{ name: "one" }];
+    const server: ListWatcher = {
+      list: (async () => ({
+        metadata: { resourceVersion: "2" },
+        // As a fake server might hand it over: a member frozen at its top, open below.
+        items: [
+          { metadata: { name: "x", namespace: "a" }, spec: Object.freeze({ list }) },
+        ] as unknown as KubeObject[],
+      })) as unknown as ListWatcher["list"],
+      watch: async (_kind: unknown, opts?: { signal?: AbortSignal }) => ({
+        async *[Symbol.asyncIterator]() {
+          await new Promise((resolve) => opts?.signal?.addEventListener("abort", resolve));
+          yield* [];
+        },
+      }),
+    };
+    const kind = { apiVersion: "v1", kind: "ConfigMap" };
+    const cache = new Cache(server, { streamingList: false, resyncPeriodMs: 0 });
+    cache.informer(kind);
+    cache.start();
+    await cache.waitForSync(5_000);
+    assert.ok(Object.isFrozen(list) && Object.isFrozen(list[0]));
+    await cache.stop();
+  });
+});

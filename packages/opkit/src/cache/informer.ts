@@ -3,6 +3,7 @@
  * and new object). Relists are diffed against the store so handlers see adds, updates and the deletes
  * that happened while the watch was down — each exactly once.
  */
+import { KubeClient } from "../client/client.ts";
 import { objectKey, type DeepReadonly, type KindRef, type KubeObject } from "../client/types.ts";
 import { realClock, type Clock, type TimerHandle } from "../clock/index.ts";
 import {
@@ -182,8 +183,11 @@ export class Informer<T extends KubeObject> implements SharedInformer<T> {
     this.namespace = opts.namespace;
     this.client = client;
     this.opts = opts;
-    // Without a transform the reflector hands over objects as the client decoded them.
-    this.store = new Store<T>({ decodedObjects: opts.transform === undefined });
+    // Without a transform the reflector hands over objects as KubeClient decoded them (another
+    // ListWatcher, such as a test's fake, may hand over objects with members frozen at the top only).
+    this.store = new Store<T>({
+      decodedObjects: opts.transform === undefined && client instanceof KubeClient,
+    });
     this.current = new Reflector(client, kind, this.sink(0), opts);
   }
 

@@ -177,6 +177,7 @@ function messageSource(id: number, todo: number[]): string {
         `case ${(f.num << 3) | LEN}: { const e = lenEnd(); let k = "", x; ` +
           `while (pos < e) { const t = varint(); ` +
           `if (t === 10) k = str(); else if (t === ${(2 << 3) | wireType(f.kind)}) x = ${value}; else unexpected(t, "map entry"); } ` +
+          `if (pos !== e) truncated(); ` +
           // JSON.parse makes "__proto__" an own key (a valid ConfigMap key, DRA attribute name...); an
           // assignment would set the map's prototype instead, or be ignored for a string.
           `if (x === undefined) x = ${zero}; ${v} ??= {}; ` +
@@ -198,7 +199,7 @@ function messageSource(id: number, todo: number[]): string {
       cases.push(`case ${(f.num << 3) | wt}: (${v} ??= []).push(${value}); break;`);
       if (wt !== LEN)
         cases.push(
-          `case ${(f.num << 3) | LEN}: { const e = lenEnd(); ${v} ??= []; while (pos < e) ${v}.push(${value}); break; }`,
+          `case ${(f.num << 3) | LEN}: { const e = lenEnd(); ${v} ??= []; while (pos < e) ${v}.push(${value}); if (pos !== e) truncated(); break; }`,
         );
       return;
     }
@@ -243,10 +244,10 @@ function messageSource(id: number, todo: number[]): string {
     `  const e = lenEnd();\n` +
     `  if (!freezing) return m${id}(e);\n` +
     `  const k = mth++, n = e - pos;\n` +
-    `  if (shLen[k] === n && sameAt(k, n)) { pos = e; mth += shMsgs[k]; nth += shStrs[k]; return shValue[k]; }\n` +
+    `  if (shLen[k] === n && shId[k] === ${id} && sameAt(k, n)) { pos = e; mth += shMsgs[k]; nth += shStrs[k]; return shValue[k]; }\n` +
     `  const at = pos, mthAt = mth, nthAt = nth;\n` +
     `  const v = m${id}(e);\n` +
-    `  shBuf[k] = buf; shAt[k] = at; shLen[k] = n; shValue[k] = v; shMsgs[k] = mth - mthAt; shStrs[k] = nth - nthAt;\n` +
+    `  shId[k] = ${id}; shBuf[k] = buf; shAt[k] = at; shLen[k] = n; shValue[k] = v; shMsgs[k] = mth - mthAt; shStrs[k] = nth - nthAt;\n` +
     `  return v;\n}\n` +
     `function m${id}(end) {\n` +
     `  const open = top;\n  top = false;\n` +
@@ -273,9 +274,11 @@ let buf, pos, limit = 0, omitManagedFields = false, interned, order, nth = 0;
 // freezing: freeze every object and array below the top one as it is built (see KindDecoder.item); top: the
 // next message read is the top one.
 let freezing = false, top = false;
-// The messages read in the object before, by the order they were read (mth counts this object's): the
-// buffer and place of their bytes, the value decoded, and how many messages and strings it took to read.
-let mth = 0, shBuf, shAt, shLen, shValue, shMsgs, shStrs;
+// The messages read in the object before, by the order they were read (mth counts this object's): their
+// message id (two types can have the same bytes: an empty one, or a Container and a Volume both
+// {name: "a"}), the buffer and place of their bytes, the value decoded, and how many messages and
+// strings it took to read.
+let mth = 0, shId, shBuf, shAt, shLen, shValue, shMsgs, shStrs;
 /** Whether the n bytes at pos are those of the k-th message of the object before. */
 function sameAt(k, n) {
   const b = shBuf[k], at = shAt[k];
@@ -407,6 +410,7 @@ function time(micro) {
     const t = varint();
     if (t === 8) s = int64(); else if (t === 16) n = int32(); else unexpected(t, "a time");
   }
+  if (pos !== e) truncated();
   // time.Unix(s, ...) is Go's zero time (0001-01-01T00:00:00Z) at this second and no microsecond.
   if (s === -62135596800 && (!micro || n < 1000)) return null;
   if (s < -62135596800 || s > 253402300799) throw new ProtobufDecodeError("a time outside the years 1-9999");
@@ -419,6 +423,7 @@ function quantity() {
   const e = lenEnd();
   let q = "0";
   while (pos < e) { const t = varint(); if (t === 10) q = str(); else unexpected(t, "a quantity"); }
+  if (pos !== e) truncated();
   return q;
 }
 function intOrString() {
@@ -428,6 +433,7 @@ function intOrString() {
     const t = varint();
     if (t === 8) type = int64(); else if (t === 16) i = int32(); else if (t === 26) s = str(); else unexpected(t, "an int-or-string");
   }
+  if (pos !== e) truncated();
   return type === 1 ? s : i;
 }
 /** RawExtension and FieldsV1 hold JSON text; anything else (an embedded protobuf object) is read as JSON. */
@@ -444,6 +450,7 @@ function rawJson() {
     try { v = JSON.parse(text); } catch { throw new ProtobufDecodeError("an embedded object is not JSON"); }
     if (freezing) frzDeep(v);
   }
+  if (pos !== e) truncated();
   return v;
 }
 /** A map's []string value, wrapped in a message; gogo makes each value ExtraValue{}: [] when empty, never null. */
@@ -451,6 +458,7 @@ function strings() {
   const e = lenEnd();
   const a = [];
   while (pos < e) { const t = varint(); if (t === 10) a.push(str()); else unexpected(t, "a string list"); }
+  if (pos !== e) truncated();
   return frz(a);
 }
 `;
@@ -473,6 +481,7 @@ export interface DecodeTable {
   byOrder: DecodedString[];
   /** Messages by the order they were read in the object before. */
   messages: {
+    id: number[];
     buf: Buffer[];
     at: number[];
     len: number[];
@@ -487,7 +496,7 @@ export function decodeTable(): DecodeTable {
   return {
     byHash: new Map(),
     byOrder: [],
-    messages: { buf: [], at: [], len: [], value: [], msgs: [], strs: [] },
+    messages: { id: [], buf: [], at: [], len: [], value: [], msgs: [], strs: [] },
   };
 }
 
@@ -561,8 +570,13 @@ function closure(id: number): Compiled {
       `return (b, start, end, omit, table, freeze) => {\n` +
       `  buf = b; pos = start; limit = end; omitManagedFields = omit; interned = table.byHash; order = table.byOrder; nth = 0;\n` +
       `  freezing = freeze; top = true; mth = 0;\n` +
-      `  const m = table.messages; shBuf = m.buf; shAt = m.at; shLen = m.len; shValue = m.value; shMsgs = m.msgs; shStrs = m.strs;\n` +
-      `  try { return m${id}(end); } finally { buf = undefined; interned = undefined; order = undefined; shBuf = shValue = undefined; }\n` +
+      `  const m = table.messages; shId = m.id; shBuf = m.buf; shAt = m.at; shLen = m.len; shValue = m.value; shMsgs = m.msgs; shStrs = m.strs;\n` +
+      // What lies past this object's messages was left by a longer one: let go of its buffers.
+      `  try {\n` +
+      `    const o = m${id}(end);\n` +
+      `    if (shLen.length > mth) shLen.length = shBuf.length = shValue.length = shId.length = mth;\n` +
+      `    return o;\n` +
+      `  } finally { buf = undefined; interned = undefined; order = undefined; shBuf = shValue = undefined; }\n` +
       `};`,
   ) as (errorClass: typeof ProtobufDecodeError) => Compiled;
   run = make(ProtobufDecodeError);

@@ -185,12 +185,26 @@ describe("protobuf lists", () => {
         ["a", "b", "c", "d", "e"],
       );
     }
+    // The same bytes as another type at the same place: a Container {name: "a"}, then a Volume {name: "a"}.
+    const typed = answer(
+      "v1",
+      "PodList",
+      msg(
+        field(2, msg(field(1, meta("p1")), field(2, msg(field(2, msg(field(1, "a"))))))),
+        field(2, msg(field(1, meta("p2")), field(2, msg(field(1, msg(field(1, "a"))))))),
+      ),
+    );
+    const pods = (await decode(typed, typed.length, false, true)).items as {
+      spec: { containers?: unknown[]; volumes?: unknown[] };
+    }[];
+    assert.deepEqual(pods[1]?.spec.volumes, [{ name: "a" }]);
+    assert.notEqual(pods[1]?.spec.volumes?.[0], pods[0]?.spec.containers?.[0]);
     // Without freeze nothing is shared: the caller may change what it gets.
     assert.notEqual(open[0]?.metadata.ownerReferences?.[0], open[1]?.metadata.ownerReferences?.[0]);
     assert.ok(!Object.isFrozen(open[0]?.metadata));
   });
 
-  it("with freeze, decodes any list as without it (property: repeated, shifted and nested sub-messages)", async () => {
+  it("with freeze, decodes any list as without it (property: repeated, shifted, nested sub-messages, other types with the same bytes)", async () => {
     // Items built from a few parts, so that sub-messages repeat at the same place, at another place, and
     // inside one another (a PodSpec's containers, their env, ports and resources).
     const env = fc.constantFrom(
@@ -201,27 +215,43 @@ describe("protobuf lists", () => {
     const port = fc.integer({ min: 1, max: 3 }).map((p) => msg(field(1, `p${p}`), num(3, 8000 + p)));
     const container = fc
       .record({
-        name: fc.constantFrom("web", "side"),
+        name: fc.constantFrom("web", "side", "a"),
         env: fc.array(env, { maxLength: 4 }),
         ports: fc.array(port, { maxLength: 2 }),
-        cpu: fc.constantFrom("100m", "1"),
+        cpu: fc.option(fc.constantFrom("100m", "1")),
+        emptySecurityContext: fc.boolean(),
       })
       .map((c) =>
         msg(
           field(1, c.name),
           ...c.ports.map((p) => field(6, p)),
           ...c.env.map((e) => field(7, e)),
-          field(8, msg(field(1, msg(field(1, "cpu"), field(2, msg(field(1, c.cpu))))))),
+          // resources: empty when no cpu (zero bytes, as gogo writes an empty struct)
+          field(
+            8,
+            c.cpu === null ? msg() : msg(field(1, msg(field(1, "cpu"), field(2, msg(field(1, c.cpu)))))),
+          ),
+          ...(c.emptySecurityContext ? [field(15, msg())] : []),
         ),
       );
+    // A Volume {name} has a Container {name}'s bytes, and an empty projected source an empty struct's:
+    // other types at the same place must not be taken for one another.
+    const volume = fc
+      .record({ name: fc.constantFrom("a", "web"), projected: fc.boolean() })
+      .map((v) => msg(field(1, v.name), ...(v.projected ? [field(2, msg(field(26, msg())))] : [])));
     const pod = fc
       .record({
         name: fc.constantFrom("a", "b", "c"),
         containers: fc.array(container, { minLength: 1, maxLength: 3 }),
+        volumes: fc.array(volume, { maxLength: 2 }),
+        volumesFirst: fc.boolean(),
       })
-      .map((p) =>
-        field(2, msg(field(1, meta(p.name)), field(2, msg(...p.containers.map((c) => field(2, c)))))),
-      );
+      .map((p) => {
+        const volumes = p.volumes.map((v) => field(1, v));
+        const containers = p.containers.map((c) => field(2, c));
+        const spec = p.volumesFirst ? [...volumes, ...containers] : [...containers, ...volumes];
+        return field(2, msg(field(1, meta(p.name)), field(2, msg(...spec))));
+      });
     await fc.assert(
       fc.asyncProperty(
         fc.array(pod, { maxLength: 8 }),
