@@ -356,12 +356,21 @@ function str() {
   for (let i = pos; i < e; i++) h = Math.imul(h ^ buf[i], 16777619);
   hit = interned.get(h);
   if (hit === undefined || hit.b.length !== n || !same(hit.b, n)) {
-    hit = { b: Uint8Array.prototype.slice.call(buf, pos, e), s: decodeText(pos, e) };
+    hit = { b: copyOut(n), s: decodeText(pos, e) };
     interned.set(h, hit);
   }
   order[k] = hit;
   pos = e;
   return hit.s;
+}
+/**
+ * A copy of the n bytes at pos: a plain Uint8Array, where slice on a Buffer would build a Buffer through
+ * its species constructor.
+ */
+function copyOut(n) {
+  const b = new Uint8Array(n);
+  for (let i = 0; i < n; i++) b[i] = buf[pos + i];
+  return b;
 }
 /** Whether b holds the n bytes at pos. */
 function same(b, n) {
