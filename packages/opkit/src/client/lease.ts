@@ -105,6 +105,15 @@ export class LeaseLock {
     return this.observed?.holderIdentity === this.identity;
   }
 
+  /**
+   * The monotonic time at which the observed record expires for us unless we see it change before (see
+   * validAt); undefined when none was observed.
+   */
+  expiresAt(): number | undefined {
+    if (!this.observed) return undefined;
+    return this.observedAt + (this.observed.leaseDurationSeconds ?? 0) * 1000;
+  }
+
   /** Whether the observed record has not expired at monotonic `now`, counted from when we saw it change. */
   validAt(now: number): boolean {
     const durationMs = (this.observed?.leaseDurationSeconds ?? 0) * 1000;

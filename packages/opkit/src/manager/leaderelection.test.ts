@@ -153,6 +153,60 @@ test("expiry counts from when the record was seen to change, not from its renewT
   assert.equal(e.isLeader(), false);
 });
 
+test("a standby takes a lease over the moment it expires on its clock, not at its next jittered attempt", async () => {
+  const clock = new FakeClock(1_000_000);
+  const store = new MemoryLeases();
+  store.set({ holderIdentity: "other", leaseDurationSeconds: 15, renewTime: "a", leaseTransitions: 0 });
+  // The longest jitter: reads 2.2 s apart (0, 2.2, ... 13.2, then 15.4 s without the expiry).
+  const e = new LeaderElector({
+    client: store.client(),
+    namespace: "ns",
+    name: "l",
+    identity: "me",
+    clock,
+    wallClock: () => new Date(Date.UTC(2030, 0, 1) + clock.now()),
+    random: () => 1,
+  });
+  const rec: Recorder = { started: [], stopped: [] };
+  const done = e.run(callbacks(clock, rec));
+  await advance(clock, 14_950, 50);
+  assert.equal(rec.started.length, 0, "not before the lease expired");
+  await advance(clock, 500, 50);
+  assert.equal(rec.started.length, 1);
+  assert.ok(rec.started[0]! - 1_000_000 <= 15_150, `took over at ${rec.started[0]! - 1_000_000} ms`); // fake time moves in 50 ms steps
+  await e.stop();
+  await done;
+});
+
+test("a standby sees the last renewal within 2.2 s, so it takes over at most 17.2 s after it", async () => {
+  const clock = new FakeClock(1_000_000);
+  const store = new MemoryLeases();
+  store.set({ holderIdentity: "other", leaseDurationSeconds: 15, renewTime: "r0", leaseTransitions: 0 });
+  const e = new LeaderElector({
+    client: store.client(),
+    namespace: "ns",
+    name: "l",
+    identity: "me",
+    clock,
+    wallClock: () => new Date(Date.UTC(2030, 0, 1) + clock.now()),
+    random: () => 1, // the longest jitter
+  });
+  const rec: Recorder = { started: [], stopped: [] };
+  const done = e.run(callbacks(clock, rec));
+  // The holder renews every 2 s until 18 s, then dies. With reads every 4.4 s (client-go's longest
+  // period) the standby would see that last renewal only at 22 s and take over at 37 s.
+  for (let i = 1; i <= 9; i++) {
+    await advance(clock, 2_000);
+    store.set({ holderIdentity: "other", leaseDurationSeconds: 15, renewTime: `r${i}`, leaseTransitions: 0 });
+  }
+  await advance(clock, 22_000);
+  assert.equal(rec.started.length, 1);
+  const at = rec.started[0]! - 1_000_000;
+  assert.ok(at >= 33_000 && at <= 18_000 + 15_000 + 2_200 + 100, `took over at ${at} ms`);
+  await e.stop();
+  await done;
+});
+
 test("a lease that keeps changing is never taken over", async () => {
   const clock = new FakeClock();
   const store = new MemoryLeases();

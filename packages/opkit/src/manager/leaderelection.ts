@@ -272,14 +272,28 @@ export class LeaderElector {
   private async acquire(callbacks: LeaderCallbacks, stop: AbortSignal): Promise<boolean> {
     this.logger?.info("attempting to acquire leader lease");
     while (!stop.aborted) {
+      const started = this.clock.now();
       const attempt = this.tryAcquireOrRenew(stop);
       const outcome = await this.race(attempt, Infinity, stop);
       if (outcome === "stopped") return false;
       const ok = await attempt;
       this.reportTransition(callbacks);
       if (ok) return true;
-      const wait = this.retryPeriodMs * (1 + this.random() * this.jitterFactor);
-      if ((await this.race(undefined, this.clock.now() + wait, stop)) === "stopped") return false;
+      const now = this.clock.now();
+      // Held by another and not expired when this attempt started: a standby reads the Lease every
+      // half retry period (1-2.2 s by default) and tries again the moment it expires on our clock.
+      // Expiry counts from when we saw the last renewal, so it comes up to one read period after the
+      // real one; client-go reads every 2-4.4 s and then waits for its next read after the expiry, so
+      // its takeover came up to ~9 s after the Lease's real expiry, ours at most 2.2 s. Every attempt
+      // reads the Lease first: a renewal we had not seen yet still wins.
+      const expires = this.lock.holdsObserved() ? undefined : this.lock.expiresAt();
+      const held = expires !== undefined && expires >= started;
+      const period = held ? this.retryPeriodMs / 2 : this.retryPeriodMs;
+      let next = now + period * (1 + this.random() * this.jitterFactor);
+      // +1 ms: a timer may fire a little early on the monotonic clock, and an attempt that started
+      // before the expiry cannot have taken the Lease: once past it, the next attempt comes at once.
+      if (held) next = Math.min(next, Math.max(now, expires + 1));
+      if ((await this.race(undefined, next, stop)) === "stopped") return false;
     }
     return false;
   }
