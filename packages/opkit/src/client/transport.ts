@@ -69,8 +69,8 @@ export interface RequestOptions {
   /** Aborts the request and any retry wait; the call then throws RequestAbortedError. */
   signal?: AbortSignal;
   /**
-   * Milliseconds without any bytes from the server before the request fails (default 60 s; waiting for the
-   * headers is capped at 60 s).
+   * Milliseconds without any bytes from the server before the request fails (default 50 s, the silence
+   * after which a watch's connection is taken for dead; waiting for the headers is capped at 50 s too).
    */
   idleTimeoutMs?: number;
   /** Accept header (default application/json); used to ask for PartialObjectMetadata. */
@@ -284,7 +284,7 @@ export class Transport {
       // Watches hold a connection each for minutes; never time out a body at the pool level:
       // each request sets its own idle timeout.
       bodyTimeout: 0,
-      headersTimeout: 60_000,
+      headersTimeout: SILENT_CONNECTION_MS,
       // HTTP/1.1, not the HTTP/2 undici 8 offers by default. In Node, a request over HTTP/2 costs 1.3–1.5×
       // the CPU of one over HTTP/1.1 (server-side applies against opkit env: ~330 against ~250 µs), which
       // made up most of the operator's CPU gap to controller-runtime in the converge bench; and a reset
@@ -362,10 +362,11 @@ export class Transport {
         headers,
         body,
         signal,
-        bodyTimeout: opts.idleTimeoutMs ?? 60_000,
-        // A request sent on a frozen pooled connection never gets its headers: a watch must notice that as
-        // soon as a silent body, not after the pool's 60 s.
-        headersTimeout: Math.min(opts.idleTimeoutMs ?? 60_000, 60_000),
+        bodyTimeout: opts.idleTimeoutMs ?? SILENT_CONNECTION_MS,
+        // A request sent on a frozen pooled connection never gets its headers: it must notice that as soon
+        // as a watch notices a silent body. (The apiserver itself gives up on a request after its 60 s
+        // --request-timeout; one slower than 50 s before its headers now fails here first.)
+        headersTimeout: Math.min(opts.idleTimeoutMs ?? SILENT_CONNECTION_MS, SILENT_CONNECTION_MS),
       });
       report(res.statusCode);
       this.noteWarnings(res.headers.warning, info);
@@ -582,6 +583,13 @@ export class Transport {
     await Promise.all(all.map((d): Promise<void> => d.destroy()));
   }
 }
+
+/**
+ * No byte for this long means a dead connection, for a request as for a watch (the reflector's progress
+ * deadline: a healthy watch ends by its 40 s server timeout): a connection frozen under a write in flight is
+ * then noticed within a minute of the freeze, as the watches on it are (faults/appservice.int.test.ts).
+ */
+const SILENT_CONNECTION_MS = 50_000;
 
 /** undici's "no bytes for too long" errors: the connection may be dead, not just the request slow. */
 function isTimeout(err: unknown): boolean {
