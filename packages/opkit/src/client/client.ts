@@ -115,9 +115,10 @@ export interface ListOptions extends NamespaceOption, CallOptions {
   omitManagedFields?: boolean;
   /**
    * With `onItem`: every object and array inside each item may come frozen (`Object.freeze`), which a
-   * protobuf answer does as it is decoded, at a fraction of the cost of a walk afterwards; for a caller
-   * that freezes what it keeps, as the cache does. The item itself stays open, and JSON answers come
-   * unfrozen: freeze the item deeply in any case.
+   * protobuf answer does as it is decoded, at a fraction of the cost of a walk afterwards, and may be
+   * shared with other items (a sub-object with the same bytes as the one at the same place in the item
+   * before is that object). For a caller that freezes what it keeps, as the cache does. The item itself
+   * stays open, and JSON answers come unfrozen: freeze the item deeply in any case.
    */
   freezeNested?: boolean;
 }
@@ -230,8 +231,8 @@ export interface WatchOptions extends NamespaceOption, CallOptions {
    */
   omitManagedFields?: boolean;
   /**
-   * Every object and array inside each event's object may come frozen (`Object.freeze`): see
-   * `ListOptions.freezeNested`.
+   * Every object and array inside each event's object may come frozen (`Object.freeze`), and shared with
+   * other events' objects: see `ListOptions.freezeNested`.
    */
   freezeNested?: boolean;
 }
