@@ -275,6 +275,14 @@ describe("Cache.waitForSync", () => {
   });
 });
 
+/** A fake server's watch: no event until the watch is stopped. */
+const quietWatch = async (_kind: unknown, opts?: { signal?: AbortSignal }) => ({
+  async *[Symbol.asyncIterator]() {
+    await new Promise((resolve) => opts?.signal?.addEventListener("abort", resolve));
+    yield* [];
+  },
+});
+
 describe("Cache.setFilter (sharded informers)", () => {
   it("keeps only matching objects, sends the selector, and relists on a change: leavers deleted, joiners added", async () => {
     const items = [cm("a", "one", "1"), cm("b", "two", "2")];
@@ -284,12 +292,7 @@ describe("Cache.setFilter (sharded informers)", () => {
         selectors.push(opts?.shardSelector);
         return { metadata: { resourceVersion: "2" }, items: structuredClone(items) };
       }) as unknown as ListWatcher["list"],
-      watch: async (_kind: unknown, opts?: { signal?: AbortSignal }) => ({
-        async *[Symbol.asyncIterator]() {
-          await new Promise((resolve) => opts?.signal?.addEventListener("abort", resolve));
-          yield* [];
-        },
-      }),
+      watch: quietWatch,
     };
     const kind = { apiVersion: "v1", kind: "ConfigMap" };
     const cache = new Cache(server, { streamingList: false, resyncPeriodMs: 0 });
@@ -333,12 +336,7 @@ describe("Cache with another ListWatcher than KubeClient", () => {
           { metadata: { name: "x", namespace: "a" }, spec: Object.freeze({ list }) },
         ] as unknown as KubeObject[],
       })) as unknown as ListWatcher["list"],
-      watch: async (_kind: unknown, opts?: { signal?: AbortSignal }) => ({
-        async *[Symbol.asyncIterator]() {
-          await new Promise((resolve) => opts?.signal?.addEventListener("abort", resolve));
-          yield* [];
-        },
-      }),
+      watch: quietWatch,
     };
     const kind = { apiVersion: "v1", kind: "ConfigMap" };
     const cache = new Cache(server, { streamingList: false, resyncPeriodMs: 0 });

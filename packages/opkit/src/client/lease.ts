@@ -116,8 +116,7 @@ export class LeaseLock {
 
   /** Whether the observed record has not expired at monotonic `now`, counted from when we saw it change. */
   validAt(now: number): boolean {
-    const durationMs = (this.observed?.leaseDurationSeconds ?? 0) * 1000;
-    return this.observedAt + durationMs > now;
+    return (this.expiresAt() ?? 0) > now;
   }
 
   /**

@@ -79,7 +79,8 @@ async function advance(clock: FakeClock, ms: number, step = 50): Promise<void> {
   }
 }
 
-function elector(store: MemoryLeases, clock: FakeClock, identity: string): LeaderElector {
+/** `jitter` 1 makes every wait the longest the jitter allows. */
+function elector(store: MemoryLeases, clock: FakeClock, identity: string, jitter = 0): LeaderElector {
   return new LeaderElector({
     client: store.client(),
     namespace: "ns",
@@ -87,7 +88,7 @@ function elector(store: MemoryLeases, clock: FakeClock, identity: string): Leade
     identity,
     clock,
     wallClock: () => new Date(Date.UTC(2030, 0, 1) + clock.now()),
-    random: () => 0,
+    random: () => jitter,
   });
 }
 
@@ -158,15 +159,7 @@ test("a standby takes a lease over the moment it expires on its clock, not at it
   const store = new MemoryLeases();
   store.set({ holderIdentity: "other", leaseDurationSeconds: 15, renewTime: "a", leaseTransitions: 0 });
   // The longest jitter: reads 2.2 s apart (0, 2.2, ... 13.2, then 15.4 s without the expiry).
-  const e = new LeaderElector({
-    client: store.client(),
-    namespace: "ns",
-    name: "l",
-    identity: "me",
-    clock,
-    wallClock: () => new Date(Date.UTC(2030, 0, 1) + clock.now()),
-    random: () => 1,
-  });
+  const e = elector(store, clock, "me", 1);
   const rec: Recorder = { started: [], stopped: [] };
   const done = e.run(callbacks(clock, rec));
   await advance(clock, 14_950, 50);
@@ -182,15 +175,7 @@ test("a standby sees the last renewal within 2.2 s, so it takes over at most 17.
   const clock = new FakeClock(1_000_000);
   const store = new MemoryLeases();
   store.set({ holderIdentity: "other", leaseDurationSeconds: 15, renewTime: "r0", leaseTransitions: 0 });
-  const e = new LeaderElector({
-    client: store.client(),
-    namespace: "ns",
-    name: "l",
-    identity: "me",
-    clock,
-    wallClock: () => new Date(Date.UTC(2030, 0, 1) + clock.now()),
-    random: () => 1, // the longest jitter
-  });
+  const e = elector(store, clock, "me", 1); // the longest jitter
   const rec: Recorder = { started: [], stopped: [] };
   const done = e.run(callbacks(clock, rec));
   // The holder renews every 2 s until 18 s, then dies. With reads every 4.4 s (client-go's longest
