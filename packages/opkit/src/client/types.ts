@@ -90,7 +90,10 @@ export interface ListMeta {
    * Set by an API server that applied a list's `shardSelector` (the `ShardedListAndWatch` feature gate);
    * absent when the server returned the whole collection.
    */
-  shardInfo?: { selector?: string };
+  shardInfo?: {
+    /** The shard selector the server applied, as the list request sent it. */
+    selector?: string;
+  };
 }
 
 /** Any Kubernetes object. Kinds narrow it with their own spec and status. */

@@ -569,7 +569,9 @@ export class Metrics {
    * `metrics`), and opkit_shard_keys{shard} read from `keys` at every scrape.
    */
   shards(keys: () => ReadonlyMap<number, number>): {
+    /** Sets opkit_shards_held to the number of shard Leases this replica holds now. */
     held(count: number): void;
+    /** Counts one shard Lease acquired, released or lost in opkit_shard_handovers_total. */
     handover(direction: "acquired" | "released" | "lost"): void;
   } {
     this.shardKeySource = keys;

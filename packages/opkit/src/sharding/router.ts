@@ -190,7 +190,10 @@ export class ShardRouter {
    * A gate for one controller: `shardOfKey` names the shard of a queue key (undefined: the key is not
    * this replica's to decide, e.g. the object is not cached, and it is dropped).
    */
-  gate(shardOfKey: (key: string) => number | undefined): { admit(key: string): ShardAdmission | undefined } {
+  gate(shardOfKey: (key: string) => number | undefined): {
+    /** Admits a key whose shard is active here (call `done()` once its reconcile ended); undefined drops it. */
+    admit(key: string): ShardAdmission | undefined;
+  } {
     return {
       admit: (key) => {
         const shard = shardOfKey(key);
