@@ -10,7 +10,7 @@
  */
 import type { DeepReadonly, KindRef, KubeObject } from "../client/types.ts";
 import { kindScope } from "../client/scopes.ts";
-import { realClock, type Clock, type TimerHandle } from "../clock/index.ts";
+import { realClock, withTimeout, type Clock } from "../clock/index.ts";
 import {
   Informer,
   SyncTimeoutError,
@@ -393,25 +393,9 @@ export class Cache {
     ms: number,
     signal?: AbortSignal,
   ): Promise<R | typeof TIMED_OUT> {
-    let timer: TimerHandle | undefined;
-    let onAbort: (() => void) | undefined;
-    try {
-      signal?.throwIfAborted();
-      return await Promise.race([
-        p,
-        new Promise<typeof TIMED_OUT>(
-          (resolve) => (timer = this.clock.setTimeout(() => resolve(TIMED_OUT), ms)),
-        ),
-        new Promise<never>((_, reject) => {
-          onAbort = () =>
-            reject(signal?.reason instanceof Error ? signal.reason : new Error(String(signal?.reason)));
-          signal?.addEventListener("abort", onAbort, { once: true });
-        }),
-      ]);
-    } finally {
-      if (timer !== undefined) this.clock.clearTimeout(timer);
-      if (onAbort) signal?.removeEventListener("abort", onAbort);
-    }
+    signal?.throwIfAborted();
+    const result = await withTimeout(this.clock, ms, () => p, { signal });
+    return result.timedOut ? TIMED_OUT : result.value;
   }
 }
 

@@ -13,8 +13,8 @@
  */
 import { Cache, type CacheOptions } from "../cache/cache.ts";
 import { KubeClient, type ClientOptions } from "../client/client.ts";
-import { TooManyRequestsError, UnknownKindError } from "../client/errors.ts";
-import { realClock, type Clock, type TimerHandle } from "../clock/index.ts";
+import { errorMessage, TooManyRequestsError, UnknownKindError } from "../client/errors.ts";
+import { realClock, withTimeout, type Clock } from "../clock/index.ts";
 import type { Controller } from "../controller/controller.ts";
 import { createLogger, type Logger } from "../logging/index.ts";
 import { Metrics } from "../metrics/index.ts";
@@ -214,7 +214,7 @@ export class Manager {
       // retries with backoff, so that is worth a debug line, not an error.
       onError: (err, kind) =>
         this.logger[isTransient(err) ? "debug" : "error"](
-          { kind, err: err instanceof Error ? err.message : String(err) },
+          { kind, err: errorMessage(err) },
           isTransient(err) ? "list/watch not ready yet; retrying" : "list/watch failed",
         ),
     });
@@ -512,13 +512,8 @@ export class Manager {
       let shardsLeft = false;
       if (this.sharding) {
         const coordinator = this.sharding.coordinator;
-        let timer: TimerHandle | undefined;
-        const released = await Promise.race([
-          coordinator.stop().then(() => true),
-          new Promise<boolean>((resolve) => (timer = clock.setTimeout(() => resolve(false), grace))),
-        ]);
-        if (timer !== undefined) clock.clearTimeout(timer);
-        if (!released) {
+        const released = await withTimeout(clock, grace, () => coordinator.stop());
+        if (released.timedOut) {
           shardsLeft = true;
           await coordinator.abandon("the graceful shutdown period ended");
         }
@@ -551,13 +546,8 @@ export class Manager {
     if (!all.length) return true;
     for (const r of all) r.abort.abort(new Error("manager stopping"));
     const clock = this.opts.clock ?? realClock;
-    let timer: TimerHandle | undefined;
-    const ended = await Promise.race([
-      Promise.all(all.map((r) => r.done)).then(() => true),
-      new Promise<boolean>((resolve) => (timer = clock.setTimeout(() => resolve(false), graceMs))),
-    ]);
-    if (timer !== undefined) clock.clearTimeout(timer);
-    return ended;
+    const ended = await withTimeout(clock, graceMs, () => Promise.all(all.map((r) => r.done)));
+    return !ended.timedOut;
   }
 
   /**
