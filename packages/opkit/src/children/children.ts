@@ -12,7 +12,7 @@ import type { KubeClient } from "../client/client.ts";
 import { ConflictError, NotFoundError } from "../client/errors.ts";
 import {
   deepCopy,
-  groupOf,
+  groupKindKey,
   objectKey,
   type DeepReadonly,
   type KindRef,
@@ -89,10 +89,6 @@ const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
 export function managerLabelValue(fieldManager: string): string {
   if (fieldManager.length <= 63 && LABEL_VALUE.test(fieldManager)) return fieldManager;
   return `fm-${createHash("sha256").update(fieldManager).digest("hex").slice(0, 40)}`;
-}
-
-function groupKind(apiVersion: string, kind: string): string {
-  return `${groupOf(apiVersion)}/${kind}`;
 }
 
 function describeChild(kind: string, obj: ReadonlyKubeObject): string {
@@ -237,7 +233,7 @@ function cachedChildrenOf(
     } catch {
       continue; // not synced or out of scope: apply, as without a cache
     }
-    for (const o of objs) out.set(`${groupKind(kind.apiVersion, kind.kind)}/${objectKey(o)}`, o);
+    for (const o of objs) out.set(`${groupKindKey(kind)}/${objectKey(o)}`, o);
   }
   return out;
 }
@@ -282,13 +278,13 @@ export async function reconcileChildren(
   }
   const scopes = new Map<string, Promise<boolean>>();
   const namespaced = (kind: KindRef): Promise<boolean> => {
-    const key = groupKind(kind.apiVersion, kind.kind);
+    const key = groupKindKey(kind);
     let p = scopes.get(key);
     if (!p) scopes.set(key, (p = client.mapping(kind).then((m) => m.namespaced)));
     return p;
   };
   const parentNamespaced = await namespaced({ apiVersion: parent.apiVersion, kind: parent.kind });
-  const owned = new Map(opts.ownedKinds.map((k) => [groupKind(k.apiVersion, k.kind), k]));
+  const owned = new Map(opts.ownedKinds.map((k) => [groupKindKey(k), k]));
   const labels = { [OWNER_UID_LABEL]: uid, [MANAGER_LABEL]: managerLabelValue(opts.fieldManager) };
 
   const bodies: KubeObject[] = [];
@@ -299,7 +295,7 @@ export async function reconcileChildren(
         `a desired child needs apiVersion, kind and metadata.name: ${describeObject(child)}`,
       );
     }
-    const gk = groupKind(child.apiVersion, child.kind);
+    const gk = groupKindKey({ apiVersion: child.apiVersion, kind: child.kind });
     if (!owned.has(gk)) {
       throw new ChildrenSpecError(
         `${describeObject(child)} is of a kind not in ownedKinds (${[...owned.keys()].join(", ")}); add ${gk} so it can be pruned`,
@@ -331,7 +327,7 @@ export async function reconcileChildren(
   const memo = opts.cache ? appliedMemo(opts.cache) : undefined;
   const applied: KubeObject[] = [];
   for (const body of bodies) {
-    const key = `${opts.fieldManager}|${groupKind(body.apiVersion ?? "", body.kind ?? "")}/${objectKey(body)}`;
+    const key = `${opts.fieldManager}|${groupKindKey({ apiVersion: body.apiVersion ?? "", kind: body.kind ?? "" })}/${objectKey(body)}`;
     const hash = memo ? digestOf("sha256", JSON.stringify(body), "base64") : "";
     const cached = cachedChildren?.get(key.slice(opts.fieldManager.length + 1));
     // A field dropped from the body changes the hash, a field someone else changed changes the cached
@@ -371,7 +367,7 @@ export async function reconcileChildren(
       : (await client.listAll(kind, { namespace, labelSelector: selector })).items;
     for (const obj of existing) {
       if (!isControlledBy(obj, parent) || obj.metadata.deletionTimestamp) continue;
-      if (wantedKeys.has(`${groupKind(kind.apiVersion, kind.kind)}/${objectKey(obj)}`)) continue;
+      if (wantedKeys.has(`${groupKindKey(kind)}/${objectKey(obj)}`)) continue;
       try {
         await client.delete(kind, obj.metadata.name ?? "", {
           namespace: obj.metadata.namespace,

@@ -15,7 +15,7 @@ import { Cache, type CacheOptions } from "../cache/cache.ts";
 import { KubeClient, type ClientOptions } from "../client/client.ts";
 import { errorMessage, TooManyRequestsError, UnknownKindError } from "../client/errors.ts";
 import { realClock, withTimeout, type Clock } from "../clock/index.ts";
-import type { Controller } from "../controller/controller.ts";
+import { DEFAULT_GRACEFUL_SHUTDOWN_MS, type Controller } from "../controller/controller.ts";
 import { createLogger, type Logger } from "../logging/index.ts";
 import { Metrics } from "../metrics/index.ts";
 import { WebhookServer, type WebhookServerOptions } from "../webhook/server.ts";
@@ -25,6 +25,7 @@ import {
   LeadershipLostError,
   type LeaderElectorOptions,
 } from "./leaderelection.ts";
+import { leaseNamespace } from "./namespace.ts";
 import { setupSharding, type Sharding, type ShardingOptions } from "./sharded.ts";
 import {
   DEFAULT_HEALTH_PORT,
@@ -317,7 +318,7 @@ export class Manager {
     const stopping = new AbortController();
     this.stopRequested.push(() => stopping.abort());
     try {
-      await this.cache.waitForSync(this.opts.cacheSyncTimeoutMs ?? 120_000, { signal: stopping.signal });
+      await this.cache.waitForSync(this.opts.cacheSyncTimeoutMs, { signal: stopping.signal });
     } catch (err) {
       if (stopping.signal.aborted) return;
       throw err;
@@ -336,7 +337,7 @@ export class Manager {
       this.startLeaderWork();
       return;
     }
-    const namespace = le.namespace ?? process.env.POD_NAMESPACE ?? "default";
+    const namespace = leaseNamespace(le.namespace);
     this.elector = new LeaderElector({
       client: this.client,
       name: le.name,
@@ -500,7 +501,7 @@ export class Manager {
     for (const r of this.stopRequested.splice(0)) r();
     this.stopped ??= (async () => {
       await this.opening?.catch(() => undefined);
-      const grace = this.opts.gracefulShutdownMs ?? 30_000;
+      const grace = this.opts.gracefulShutdownMs ?? DEFAULT_GRACEFUL_SHUTDOWN_MS;
       const le = this.opts.leaderElection;
       // A standby must not win the Lease while it is shutting down.
       if (this.elector && !this.leaderWorkStarted) await this.elector.stop({ release: false });
