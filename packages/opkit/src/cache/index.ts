@@ -27,7 +27,6 @@ export {
 } from "./informer.ts";
 export {
   DEFAULT_PROGRESS_DEADLINE_MS,
-  stripManagedFields,
   type ListWatcher,
   type ReflectorState,
 } from "./reflector.ts";

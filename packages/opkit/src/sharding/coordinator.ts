@@ -251,7 +251,10 @@ export class ShardCoordinator {
     // Rounds go on without acquisitions: they renew the shards still draining, release the drained
     // ones and notice losses, until every shard is free.
     while (!this.stopped && this.shards.some((s) => s.state !== "free")) {
-      const draining = this.shards.filter((s) => s.state === "draining" && !s.drained).map((s) => s.drain);
+      // A shard whose drain has not begun counts as drained (as a non-promise does in a race).
+      const draining = this.shards
+        .filter((s) => s.state === "draining" && !s.drained)
+        .map((s) => s.drain ?? Promise.resolve());
       await withTimeout(this.clock, this.retryPeriodMs, () => Promise.race(draining));
       await this.tick();
     }
