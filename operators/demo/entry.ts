@@ -43,7 +43,7 @@ export interface DemoEntry {
 
 /** A sample manifest of the operator, placed in the demo namespace when it is namespaced. */
 export async function readSample<T extends KubeObject>(
-  ctx: DemoContext,
+  ctx: Pick<DemoContext, "dir" | "namespace">,
   file: string,
   namespaced = true,
 ): Promise<T> {

@@ -15,13 +15,11 @@
  * - a namespace that exists and is not owned gives Conflict and is left exactly as it was.
  * AcmeNamespaces are cluster-scoped: every name here starts with `int-` or is the sample's `team-x`.
  */
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
-import { parse } from "yaml";
 import {
   EventsV1,
   InvalidError,
@@ -40,14 +38,13 @@ import {
 } from "opkit";
 import {
   eventually,
-  operatorProject,
   readManifests,
   sleep,
-  useTestEnv,
   type OperatorProcess,
   type OperatorProject,
   type TestEnv,
 } from "opkit/testenv";
+import { operatorTest, readSample } from "../../demo/operator-test.ts";
 import { AcmeNamespace, type AcmeNamespaceObject } from "../src/api/v1alpha1/acmenamespace.ts";
 import type { BillingNotice } from "../src/billing.ts";
 import operator from "../src/operator.ts";
@@ -99,31 +96,32 @@ describe("AcmeNamespace operator", () => {
     return op;
   };
 
-  before(async () => {
-    env = await useTestEnv();
-    project = await operatorProject(env, root);
-    hooks = await LocalWebhooks.prepare();
-    billing = await startBilling();
-    await start();
-    await hooks.register(env.client, "acme-namespace-test", operator.webhooks ?? []);
-  });
-  after(async () => {
+  operatorTest(root, {
+    setup: async (t) => {
+      ({ env, project } = t);
+      hooks = await LocalWebhooks.prepare();
+      billing = await startBilling();
+      await start();
+      await hooks.register(env.client, "acme-namespace-test", operator.webhooks ?? []);
+    },
     // Webhook first (nothing serves it once the operator stops), then whatever a failed test left.
-    await hooks?.unregister(env.client, "acme-namespace-test").catch(() => undefined);
-    await env?.client.delete(ValidatingWebhooks, "acme-namespace-test-refuse").catch(() => undefined);
-    await project?.cleanup();
-    for (const name of created) {
-      await env.client.delete(AcmeNamespace, name).catch(() => undefined);
-      await env.client
-        .patch(AcmeNamespace, name, { metadata: { finalizers: null } }, { type: "merge" })
-        .catch(() => undefined);
-    }
-    for (const ns of ["int-taken", "int-probe"])
-      await env?.client.delete(Namespaces, ns).catch(() => undefined);
-    billing?.server.closeAllConnections();
-    billing?.server.close();
-    await hooks?.dispose();
-    await env?.cleanup();
+    beforeCleanup: async () => {
+      await hooks?.unregister(env.client, "acme-namespace-test").catch(() => undefined);
+      await env?.client.delete(ValidatingWebhooks, "acme-namespace-test-refuse").catch(() => undefined);
+    },
+    afterCleanup: async () => {
+      for (const name of created) {
+        await env.client.delete(AcmeNamespace, name).catch(() => undefined);
+        await env.client
+          .patch(AcmeNamespace, name, { metadata: { finalizers: null } }, { type: "merge" })
+          .catch(() => undefined);
+      }
+      for (const ns of ["int-taken", "int-probe"])
+        await env?.client.delete(Namespaces, ns).catch(() => undefined);
+      billing?.server.closeAllConnections();
+      billing?.server.close();
+      await hooks?.dispose();
+    },
   });
 
   const get = (name: string) => env.client.getOptional(AcmeNamespace, name);
@@ -160,8 +158,11 @@ describe("AcmeNamespace operator", () => {
       onWarning: (w) => warnings.push(w.text),
     });
     t.after(() => client.close());
-    const text = await readFile(`${root}/config/samples/tenancy_v1alapha1_acmenamespace.yaml`, "utf8");
-    const sample = parse(text) as AcmeNamespaceObject;
+    const sample = await readSample<AcmeNamespaceObject>(
+      { dir: root, namespace: "" },
+      "tenancy_v1alapha1_acmenamespace.yaml",
+      false,
+    );
     assert.equal(sample.apiVersion, "tenancy.acme.com/v1alapha1", "the book's spelling, unchanged");
     created.add("team-x");
     const made = await client.create(sample);

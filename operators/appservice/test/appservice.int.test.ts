@@ -9,20 +9,12 @@
  * NodePort 30002 is unique in the cluster: only the sample uses it, and other AppServices here let the
  * API server allocate one.
  */
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
-import { parse } from "yaml";
 import { Deployments, Pods, Services, type KindRef } from "opkit";
-import {
-  eventually,
-  operatorProject,
-  useTestEnv,
-  type OperatorProcess,
-  type OperatorProject,
-  type TestEnv,
-} from "opkit/testenv";
+import { eventually, type OperatorProcess, type OperatorProject, type TestEnv } from "opkit/testenv";
+import { operatorTest, readSample } from "../../demo/operator-test.ts";
 import { AppService, type AppServiceObject } from "../src/api/v1/appservice.ts";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
@@ -37,23 +29,19 @@ describe("AppService operator", () => {
   let project: OperatorProject;
   let op: OperatorProcess;
 
-  before(async () => {
-    env = await useTestEnv();
-    project = await operatorProject(env, root);
-    ns = project.namespace;
-    op = await project.start();
-  });
-  after(async () => {
-    await project?.cleanup();
-    await env?.cleanup();
+  operatorTest(root, {
+    setup: async (t) => {
+      ({ env, project, ns } = t);
+      op = await project.start();
+    },
   });
 
   it("the seed's sample converges: Deployment, NodePort Service 30002, Running pods, status; deleting it removes them", async () => {
     // `kubectl apply -n <ns> -f example_appservice.yaml`: the file as the seed wrote it.
-    const sample = parse(
-      await readFile(`${root}/config/samples/example_appservice.yaml`, "utf8"),
-    ) as AppServiceObject;
-    sample.metadata.namespace = ns;
+    const sample = await readSample<AppServiceObject>(
+      { dir: root, namespace: ns },
+      "example_appservice.yaml",
+    );
     const created = await env.client.create(sample);
     const name = "appservice-sample";
 

@@ -17,18 +17,12 @@
  *   everything, and caches the same third.
  * Sizes are CI sizes; the figures are printed for the README.
  */
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 import { Deployments, Leases, scrape, type Sample } from "opkit";
-import {
-  eventually,
-  operatorProject,
-  useTestEnv,
-  type OperatorProcess,
-  type OperatorProject,
-  type TestEnv,
-} from "opkit/testenv";
+import { eventually, type OperatorProcess, type OperatorProject, type TestEnv } from "opkit/testenv";
+import { operatorTest } from "../../demo/operator-test.ts";
 import { AppService } from "../src/api/v1/appservice.ts";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
@@ -252,32 +246,34 @@ describe("AppService operator, sharded", () => {
     }
   }
 
-  before(async () => {
-    env = await useTestEnv();
-    project = await operatorProject(env, root, { namespace: "appservice-shards" });
-    // The shard Leases live where the pod would run (the generated Deployment sets POD_NAMESPACE).
-    process.env.POD_NAMESPACE = project.namespace;
-    namespaces = await Promise.all(Array.from({ length: NAMESPACES }, (_, i) => env.namespace(`shard-${i}`)));
-    // The replicas shard every AppService in the cluster, and the figures below count what they hold:
-    // wait until those that earlier test files left in namespaces being deleted are gone.
-    const foreign = async () =>
-      (await env.client.list(AppService)).items
-        .filter((a) => !namespaces.includes(a.metadata.namespace ?? ""))
-        .map((a) => `${a.metadata.namespace}/${a.metadata.name}`);
-    await eventually(
-      "no other test's AppServices left in the cluster",
-      async () => (await foreign()).length === 0,
-      120_000,
-      1_000,
-    ).catch(async (err: unknown) => {
-      throw new Error(`${String(err)}: ${(await foreign()).slice(0, 10).join(", ")}`);
-    });
-  });
-  after(async () => {
-    await project?.cleanup();
-    await env?.cleanup();
-    if (savedPodNamespace === undefined) delete process.env.POD_NAMESPACE;
-    else process.env.POD_NAMESPACE = savedPodNamespace;
+  operatorTest(root, {
+    namespace: "appservice-shards",
+    setup: async (t) => {
+      ({ env, project } = t);
+      // The shard Leases live where the pod would run (the generated Deployment sets POD_NAMESPACE).
+      process.env.POD_NAMESPACE = project.namespace;
+      namespaces = await Promise.all(
+        Array.from({ length: NAMESPACES }, (_, i) => env.namespace(`shard-${i}`)),
+      );
+      // The replicas shard every AppService in the cluster, and the figures below count what they hold:
+      // wait until those that earlier test files left in namespaces being deleted are gone.
+      const foreign = async () =>
+        (await env.client.list(AppService)).items
+          .filter((a) => !namespaces.includes(a.metadata.namespace ?? ""))
+          .map((a) => `${a.metadata.namespace}/${a.metadata.name}`);
+      await eventually(
+        "no other test's AppServices left in the cluster",
+        async () => (await foreign()).length === 0,
+        120_000,
+        1_000,
+      ).catch(async (err: unknown) => {
+        throw new Error(`${String(err)}: ${(await foreign()).slice(0, 10).join(", ")}`);
+      });
+    },
+    afterCleanup: async () => {
+      if (savedPodNamespace === undefined) delete process.env.POD_NAMESPACE;
+      else process.env.POD_NAMESPACE = savedPodNamespace;
+    },
   });
 
   it("3 replicas share 16 shards and converge 150 AppServices; kill -9 moves shards; 3 → 5 rebalances; never two at once", () =>

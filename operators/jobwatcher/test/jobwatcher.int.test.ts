@@ -11,7 +11,7 @@
  * kwok completes Job pods (`opkit.dev/simulate-exit-code` makes one fail, `simulate-duration` keeps one
  * running). Watchers only ever name this file's namespaces: other tests share the control plane.
  */
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 import {
@@ -29,12 +29,11 @@ import {
   SIMULATE_EXIT_CODE_ANNOTATION,
   eventually,
   readManifests,
-  operatorProject,
-  useTestEnv,
   type OperatorProcess,
   type OperatorProject,
   type TestEnv,
 } from "opkit/testenv";
+import { operatorTest } from "../../demo/operator-test.ts";
 import { ClusterJobWatcher, JobWatcher } from "../src/api/v1/jobwatcher.ts";
 import { finished } from "../src/policy.ts";
 import { validateJobWatcherSpec } from "../src/validation.ts";
@@ -103,17 +102,15 @@ describe("JobWatcher operator", () => {
   const start = () =>
     project.start([`--webhook-bind-address=127.0.0.1:${hooks.port}`, `--webhook-cert-dir=${hooks.certDir}`]);
 
-  before(async () => {
-    env = await useTestEnv();
-    project = await operatorProject(env, root);
-    ns = project.namespace;
-    hooks = await LocalWebhooks.prepare();
-    op = await start();
-  });
-  after(async () => {
-    await project?.cleanup();
-    await hooks?.dispose();
-    await env?.cleanup();
+  operatorTest(root, {
+    setup: async (t) => {
+      ({ env, project, ns } = t);
+      hooks = await LocalWebhooks.prepare();
+      op = await start();
+    },
+    afterCleanup: async () => {
+      await hooks?.dispose();
+    },
   });
 
   it("deletes succeeded and failed Jobs after their own TTLs, with their pods; keeps the rest", async (t) => {

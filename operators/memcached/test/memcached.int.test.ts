@@ -5,20 +5,12 @@
  * range is refused. This file owns `memcacheds.cache.example.com` on the shared control plane (the
  * scaffold test uses its own domain).
  */
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
-import { parse } from "yaml";
 import { Deployments, InvalidError, Pods } from "opkit";
-import {
-  eventually,
-  operatorProject,
-  useTestEnv,
-  type OperatorProcess,
-  type OperatorProject,
-  type TestEnv,
-} from "opkit/testenv";
+import { eventually, type OperatorProcess, type OperatorProject, type TestEnv } from "opkit/testenv";
+import { operatorTest, readSample } from "../../demo/operator-test.ts";
 import { Memcached, type MemcachedObject } from "../src/api/v1alpha1/memcached.ts";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
@@ -29,15 +21,11 @@ describe("Memcached operator", () => {
   let project: OperatorProject;
   let op: OperatorProcess;
 
-  before(async () => {
-    env = await useTestEnv();
-    project = await operatorProject(env, root);
-    ns = project.namespace;
-    op = await project.start();
-  });
-  after(async () => {
-    await project?.cleanup();
-    await env?.cleanup();
+  operatorTest(root, {
+    setup: async (t) => {
+      ({ env, project, ns } = t);
+      op = await project.start();
+    },
   });
 
   /** The Running memcached pods of `name`, sorted, once status.nodes lists exactly them and `size` of them. */
@@ -66,10 +54,10 @@ describe("Memcached operator", () => {
   }
 
   it("size 3 gives 3 Running pods named in status; size 1 scales down to 1", async (t) => {
-    const sample = parse(
-      await readFile(`${root}/config/samples/cache_v1alpha1_memcached.yaml`, "utf8"),
-    ) as MemcachedObject;
-    sample.metadata.namespace = ns;
+    const sample = await readSample<MemcachedObject>(
+      { dir: root, namespace: ns },
+      "cache_v1alpha1_memcached.yaml",
+    );
     await env.client.create(sample);
     const name = sample.metadata.name ?? "";
     const three = await converged(name, 3);

@@ -42,7 +42,8 @@ interface NodeEntry {
   info: NodeInfo | undefined;
 }
 
-function isTerminal(p: DeepReadonly<Pod>): boolean {
+/** A pod that has finished (Succeeded or Failed): it holds no room on its node and needs no placement. */
+export function isTerminal(p: DeepReadonly<Pod>): boolean {
   return p.status?.phase === "Succeeded" || p.status?.phase === "Failed";
 }
 

@@ -13,7 +13,7 @@
  * - a wrong `--config` stops it at start with the field named; a standby replica takes over when the
  *   leader stops.
  */
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -22,13 +22,12 @@ import { fileURLToPath } from "node:url";
 import { EventsV1, Leases, Pods, type Pod } from "opkit";
 import {
   eventually,
-  operatorProject,
   startOperatorProcess,
-  useTestEnv,
   type OperatorProcess,
   type OperatorProject,
   type TestEnv,
 } from "opkit/testenv";
+import { operatorTest } from "../../demo/operator-test.ts";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 
@@ -60,40 +59,42 @@ describe("opkit-scheduler", () => {
   let op: OperatorProcess;
   let dir: string;
 
-  before(async () => {
-    env = await useTestEnv();
-    const filter = { "sched-test": "filter", zone: "a", selectable: "" };
-    const size = (cpu: string, memory: string) => ({ cpu, memory });
-    await env.addNodes([
-      { name: "sched-fit", labels: filter, capacity: size("4", "8Gi") },
-      {
-        name: "sched-taint",
-        labels: filter,
-        capacity: size("4", "8Gi"),
-        taints: [{ key: "dedicated", value: "gpu", effect: "NoSchedule" }],
-      },
-      { name: "sched-small", labels: filter, capacity: size("1", "8Gi") },
-      { name: "sched-unlabelled", labels: { "sched-test": "filter", zone: "a" }, capacity: size("4", "8Gi") },
-      { name: "sched-cordoned", labels: filter, capacity: size("4", "8Gi"), unschedulable: true },
-      { name: "sched-zone-b", labels: { ...filter, zone: "b" }, capacity: size("4", "8Gi") },
-      // A has memory to spare, B cpu and memory in proportion.
-      { name: "sched-a", labels: { "sched-test": "score" }, capacity: size("4", "64Gi") },
-      { name: "sched-b", labels: { "sched-test": "score" }, capacity: size("4", "4Gi") },
-      { name: "sched-burst", labels: { "sched-test": "burst" }, capacity: size("4", "8Gi") },
-    ]);
-    project = await operatorProject(env, root);
-    ns = project.namespace;
-    dir = await mkdtemp(join(tmpdir(), "opkit-scheduler-"));
-    await writeFile(join(dir, "config.yaml"), CONFIG);
-    // The Lease lives where the pod would run (the generated Deployment sets POD_NAMESPACE).
-    process.env.POD_NAMESPACE = ns;
-    op = await project.start(["--leader-elect", "--config", join(dir, "config.yaml")]);
-    await op.waitForLine(/became leader/);
-  });
-  after(async () => {
-    await project?.cleanup();
-    await env?.cleanup();
-    if (dir) await rm(dir, { recursive: true, force: true });
+  operatorTest(root, {
+    setup: async (t) => {
+      ({ env, project, ns } = t);
+      const filter = { "sched-test": "filter", zone: "a", selectable: "" };
+      const size = (cpu: string, memory: string) => ({ cpu, memory });
+      await env.addNodes([
+        { name: "sched-fit", labels: filter, capacity: size("4", "8Gi") },
+        {
+          name: "sched-taint",
+          labels: filter,
+          capacity: size("4", "8Gi"),
+          taints: [{ key: "dedicated", value: "gpu", effect: "NoSchedule" }],
+        },
+        { name: "sched-small", labels: filter, capacity: size("1", "8Gi") },
+        {
+          name: "sched-unlabelled",
+          labels: { "sched-test": "filter", zone: "a" },
+          capacity: size("4", "8Gi"),
+        },
+        { name: "sched-cordoned", labels: filter, capacity: size("4", "8Gi"), unschedulable: true },
+        { name: "sched-zone-b", labels: { ...filter, zone: "b" }, capacity: size("4", "8Gi") },
+        // A has memory to spare, B cpu and memory in proportion.
+        { name: "sched-a", labels: { "sched-test": "score" }, capacity: size("4", "64Gi") },
+        { name: "sched-b", labels: { "sched-test": "score" }, capacity: size("4", "4Gi") },
+        { name: "sched-burst", labels: { "sched-test": "burst" }, capacity: size("4", "8Gi") },
+      ]);
+      dir = await mkdtemp(join(tmpdir(), "opkit-scheduler-"));
+      await writeFile(join(dir, "config.yaml"), CONFIG);
+      // The Lease lives where the pod would run (the generated Deployment sets POD_NAMESPACE).
+      process.env.POD_NAMESPACE = ns;
+      op = await project.start(["--leader-elect", "--config", join(dir, "config.yaml")]);
+      await op.waitForLine(/became leader/);
+    },
+    afterCleanup: async () => {
+      if (dir) await rm(dir, { recursive: true, force: true });
+    },
   });
 
   function newPod(

@@ -13,11 +13,9 @@
  * - a spec it cannot act on is reported once (condition and Warning Event) with no retry loop.
  * This file owns `webapps.workloads.apps.acme.com` on the shared control plane.
  */
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
-import { parse } from "yaml";
 import {
   ConfigMaps,
   Deployments,
@@ -33,14 +31,8 @@ import {
   type Pod,
   type Secret,
 } from "opkit";
-import {
-  eventually,
-  operatorProject,
-  useTestEnv,
-  type OperatorProcess,
-  type OperatorProject,
-  type TestEnv,
-} from "opkit/testenv";
+import { eventually, type OperatorProcess, type OperatorProject, type TestEnv } from "opkit/testenv";
+import { operatorTest, readSample } from "../../demo/operator-test.ts";
 import { WebApp, type WebAppObject } from "../src/api/v1alpha1/webapp.ts";
 import { CHILD_CONDITIONS } from "../src/controllers/webapp.ts";
 
@@ -57,15 +49,11 @@ describe("WebApp operator", () => {
   let uid = "";
   let secretData: Record<string, string> = {};
 
-  before(async () => {
-    env = await useTestEnv();
-    project = await operatorProject(env, root);
-    ns = project.namespace;
-    op = await project.start();
-  });
-  after(async () => {
-    await project?.cleanup();
-    await env?.cleanup();
+  operatorTest(root, {
+    setup: async (t) => {
+      ({ env, project, ns } = t);
+      op = await project.start();
+    },
   });
 
   const get = <T extends KubeObject>(kind: KindRef<T>, name: string) =>
@@ -99,10 +87,10 @@ describe("WebApp operator", () => {
   }
 
   it("the seed's sample yields the six kinds of children, Running pods and a ready status", async () => {
-    const sample = parse(
-      await readFile(`${root}/config/samples/workloads_v1alpha1_webapp.yaml`, "utf8"),
-    ) as WebAppObject;
-    sample.metadata.namespace = ns;
+    const sample = await readSample<WebAppObject>(
+      { dir: root, namespace: ns },
+      "workloads_v1alpha1_webapp.yaml",
+    );
     uid = (await env.client.create(sample)).metadata.uid ?? "";
 
     const children = await eventually("all seven children", async () => {

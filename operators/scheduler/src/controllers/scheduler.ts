@@ -25,7 +25,7 @@ import {
 } from "opkit";
 import type { Profile } from "../config.ts";
 import { schedule } from "../framework.ts";
-import { NodeCache } from "../nodecache.ts";
+import { isTerminal, NodeCache } from "../nodecache.ts";
 
 /** core/v1 Binding: what `pods/binding` takes. */
 interface Binding extends KubeObject {
@@ -43,10 +43,6 @@ export const BINDING_WORKERS = 128;
 /** kube-scheduler's Event reasons. */
 const FAILED_SCHEDULING = "FailedScheduling";
 const SCHEDULED = "Scheduled";
-
-function isTerminal(p: DeepReadonly<Pod>): boolean {
-  return p.status?.phase === "Succeeded" || p.status?.phase === "Failed";
-}
 
 /** A pod one of `names` must place: unbound, not being deleted, not finished. */
 export function isPendingFor(names: ReadonlySet<string>, p: DeepReadonly<Pod>): boolean {

@@ -8,9 +8,9 @@
  * (the controller requeues such a reconcile once it has), and a namespace outside the kind's scope is
  * an error naming the scope, never an empty answer.
  */
-import type { DeepReadonly, KindRef, KubeObject } from "../client/types.ts";
+import { versionKindKey, type DeepReadonly, type KindRef, type KubeObject } from "../client/types.ts";
 import { kindScope } from "../client/scopes.ts";
-import { realClock, type Clock, type TimerHandle } from "../clock/index.ts";
+import { realClock, withTimeout, type Clock } from "../clock/index.ts";
 import {
   Informer,
   SyncTimeoutError,
@@ -91,6 +91,9 @@ export interface CacheOptions {
   onHandlerError?: (err: unknown, kind: string) => void;
 }
 
+/** How long `waitForSync` waits for every informer by default (120 s). */
+export const DEFAULT_CACHE_SYNC_TIMEOUT_MS = 120_000;
+
 /** Wrong cache options (a kind configured twice, both namespace and namespaces, ...). */
 export class CacheConfigError extends Error {
   constructor(message: string) {
@@ -136,10 +139,6 @@ export class NamespaceRequiredError extends Error {
   }
 }
 
-function kindKey(kind: Pick<KindRef, "apiVersion" | "kind">): string {
-  return `${kind.apiVersion}/${kind.kind}`;
-}
-
 function kindName(kind: KindRef): string {
   return `${kind.kind}.${kind.apiVersion}`;
 }
@@ -176,7 +175,7 @@ export class Cache {
     this.clock = opts.clock ?? realClock;
     scopeOf(opts, "cache options");
     for (const entry of opts.kinds ?? []) {
-      const key = kindKey(entry.kind);
+      const key = versionKindKey(entry.kind);
       if (this.kindOptionsByKey.has(key))
         throw new CacheConfigError(
           `cache options name ${kindName(entry.kind)} twice: merge them into one entry`,
@@ -192,7 +191,7 @@ export class Cache {
    * namespaced kinds: a cluster-scoped kind is always cached cluster-wide).
    */
   kindOptions<T extends KubeObject>(kind: KindRef<T>): KindCacheOptions<T> {
-    const own = this.kindOptionsByKey.get(kindKey(kind)) as KindCacheOptions<T> | undefined;
+    const own = this.kindOptionsByKey.get(versionKindKey(kind)) as KindCacheOptions<T> | undefined;
     if (own && (own.namespace !== undefined || own.namespaces !== undefined)) return { ...own };
     if (kindScope(kind) === "Cluster") return { ...own };
     return { namespace: this.opts.namespace, namespaces: this.opts.namespaces, ...own };
@@ -226,7 +225,7 @@ export class Cache {
       });
       i.onError = this.opts.onError;
       i.onHandlerError = this.opts.onHandlerError;
-      const filter = this.filters.get(kindKey(kind));
+      const filter = this.filters.get(versionKindKey(kind));
       if (filter) void i.setFilter(filter);
       return i;
     };
@@ -234,7 +233,7 @@ export class Cache {
       namespaces.length > 1
         ? new MultiNamespaceInformer(kind, new Map(namespaces.map((n) => [n, make(n)])))
         : make(namespaces[0]);
-    for (const ix of this.indexers) if (ix.kind === kindKey(kind)) inf.addIndex(ix.name, ix.fn);
+    for (const ix of this.indexers) if (ix.kind === versionKindKey(kind)) inf.addIndex(ix.name, ix.fn);
     this.informers.set(key, inf);
     if (this.started) inf.start();
     return inf;
@@ -259,7 +258,7 @@ export class Cache {
 
   private informerKey(kind: KindRef, namespaces: string[], o: KindCacheOptions): string {
     return [
-      kindKey(kind),
+      versionKindKey(kind),
       namespaces.join(","),
       o.labelSelector ?? "",
       o.fieldSelector ?? "",
@@ -269,9 +268,9 @@ export class Cache {
 
   /** Register a field index for a kind: `indexField(Pods, "spec.nodeName", p => [p.spec.nodeName])`. */
   indexField<T extends KubeObject>(kind: KindRef<T>, name: string, fn: IndexFunc<T>): void {
-    this.indexers.push({ kind: kindKey(kind), name, fn: fn as IndexFunc<KubeObject> });
+    this.indexers.push({ kind: versionKindKey(kind), name, fn: fn as IndexFunc<KubeObject> });
     for (const inf of this.informers.values()) {
-      if (kindKey(inf.kind) === kindKey(kind)) inf.addIndex(name, fn as IndexFunc<KubeObject>);
+      if (versionKindKey(inf.kind) === versionKindKey(kind)) inf.addIndex(name, fn as IndexFunc<KubeObject>);
     }
   }
 
@@ -281,11 +280,12 @@ export class Cache {
    * when they all have. Informers split over several namespaces are not filtered.
    */
   async setFilter<T extends KubeObject>(kind: KindRef<T>, filter: InformerFilter | undefined): Promise<void> {
-    if (filter) this.filters.set(kindKey(kind), filter);
-    else this.filters.delete(kindKey(kind));
+    if (filter) this.filters.set(versionKindKey(kind), filter);
+    else this.filters.delete(versionKindKey(kind));
     const changes: Promise<void>[] = [];
     for (const inf of this.informers.values()) {
-      if (kindKey(inf.kind) === kindKey(kind) && inf instanceof Informer) changes.push(inf.setFilter(filter));
+      if (versionKindKey(inf.kind) === versionKindKey(kind) && inf instanceof Informer)
+        changes.push(inf.setFilter(filter));
     }
     await Promise.all(changes);
   }
@@ -357,7 +357,10 @@ export class Cache {
    * why (a Forbidden list names the verb, resource and identity) instead of a bare timeout. `signal`
    * gives up early (rejecting with its reason) and leaves no timer behind to hold the process.
    */
-  async waitForSync(timeoutMs = 120_000, opts: { signal?: AbortSignal } = {}): Promise<void> {
+  async waitForSync(
+    timeoutMs = DEFAULT_CACHE_SYNC_TIMEOUT_MS,
+    opts: { signal?: AbortSignal } = {},
+  ): Promise<void> {
     const all = Promise.all([...this.informers.values()].map((i) => i.waitForSync()));
     if ((await this.raceTimeout(all, timeoutMs, opts.signal)) !== TIMED_OUT) return;
     const pending = this.health().filter((h) => !h.synced);
@@ -393,25 +396,9 @@ export class Cache {
     ms: number,
     signal?: AbortSignal,
   ): Promise<R | typeof TIMED_OUT> {
-    let timer: TimerHandle | undefined;
-    let onAbort: (() => void) | undefined;
-    try {
-      signal?.throwIfAborted();
-      return await Promise.race([
-        p,
-        new Promise<typeof TIMED_OUT>(
-          (resolve) => (timer = this.clock.setTimeout(() => resolve(TIMED_OUT), ms)),
-        ),
-        new Promise<never>((_, reject) => {
-          onAbort = () =>
-            reject(signal?.reason instanceof Error ? signal.reason : new Error(String(signal?.reason)));
-          signal?.addEventListener("abort", onAbort, { once: true });
-        }),
-      ]);
-    } finally {
-      if (timer !== undefined) this.clock.clearTimeout(timer);
-      if (onAbort) signal?.removeEventListener("abort", onAbort);
-    }
+    signal?.throwIfAborted();
+    const result = await withTimeout(this.clock, ms, () => p, { signal });
+    return result.timedOut ? TIMED_OUT : result.value;
   }
 }
 

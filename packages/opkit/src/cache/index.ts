@@ -25,12 +25,7 @@ export {
   type InformerHealth,
   type SharedInformer,
 } from "./informer.ts";
-export {
-  DEFAULT_PROGRESS_DEADLINE_MS,
-  stripManagedFields,
-  type ListWatcher,
-  type ReflectorState,
-} from "./reflector.ts";
+export { DEFAULT_PROGRESS_DEADLINE_MS, type ListWatcher, type ReflectorState } from "./reflector.ts";
 export {
   NAMESPACE_INDEX,
   OWNER_INDEX,

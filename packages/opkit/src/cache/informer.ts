@@ -14,6 +14,7 @@ import {
   type ReflectorState,
 } from "./reflector.ts";
 import { Store, type IndexFunc, type StoreListOptions } from "./store.ts";
+import { errorMessage } from "../client/errors.ts";
 
 /**
  * Told about every change of a kind. Objects are the cache's own, frozen: handlers must not keep
@@ -362,7 +363,7 @@ export class Informer<T extends KubeObject> implements SharedInformer<T> {
       },
       error: (err: unknown): void => {
         if (stale()) return;
-        const message = err instanceof Error ? err.message : String(err);
+        const message = errorMessage(err);
         if (isPermissionError(err)) {
           if (this.forbidden !== message) this.onError?.(err, this.kindName);
           this.forbidden = message;

@@ -16,6 +16,9 @@
  * expired continue token (410 during a paged list) falls back to one unpaged list; a Forbidden
  * list/watch is reported once.
  *
+ * Where it stands between rounds (first list, relist after 410, or watch from a resourceVersion, and the
+ * relists in a row) is one value, a ReflectorPhase, changed only by `reflectorStep` (phase.ts).
+ *
  * It talks to the server only through `list` and `watch`, so tests drive it with a fake server.
  */
 import type { ListOptions, WatchOptions } from "../client/client.ts";
@@ -30,6 +33,13 @@ import { ProtobufDecodeError } from "../client/protobuf/decode.ts";
 import type { KindRef, KubeList, KubeObject, WatchEvent } from "../client/types.ts";
 import { realClock, type Clock } from "../clock/index.ts";
 import { Backoff } from "./backoff.ts";
+import {
+  INITIAL_PHASE,
+  reflectorStep,
+  resumePoint,
+  type ReflectorInput,
+  type ReflectorPhase,
+} from "./phase.ts";
 
 /**
  * What a list/watch loop is doing: idle (not started), listing, watching, backoff (waiting to retry after an
@@ -138,19 +148,9 @@ export class Reflector<T extends KubeObject> {
   private readonly abort = new AbortController();
   private streaming: boolean;
   private running: Promise<void> | undefined;
-  /**
-   * The resume point: the resourceVersion of the last list, event or bookmark handed to the sink.
-   * Undefined until a list succeeded, and again after 410 Gone (a relist is due).
-   */
-  private resourceVersion: string | undefined;
-  /** Relists since the last watch event or bookmark: a second one in a row backs off first. */
-  private relistsInARow = 0;
-  /** Watch requests opened, for tests and metrics: a reconnect loop shows up here. */
-  watchRequests = 0;
-  listRequests = 0;
-  /** Times the reflector had to list again after its first sync (410 Gone). */
-  relists = 0;
-  private listedOnce = false;
+  /** What the next round does (first list, relist, or watch from the resume point); see phase.ts. */
+  private phase: ReflectorPhase = INITIAL_PHASE;
+  private readonly counts = { watchRequests: 0, listRequests: 0, relists: 0 };
   /** A protobuf list or watch of this kind could not be decoded (the client reads it as JSON since). */
   private protobufFailed = false;
 
@@ -178,7 +178,29 @@ export class Reflector<T extends KubeObject> {
 
   /** The resourceVersion the next watch resumes from (undefined while a list is due). */
   get resumeResourceVersion(): string | undefined {
-    return this.resourceVersion;
+    return resumePoint(this.phase);
+  }
+
+  /** Watch requests opened, for tests and metrics: a reconnect loop shows up here. */
+  get watchRequests(): number {
+    return this.counts.watchRequests;
+  }
+
+  /** List requests sent (one per page). */
+  get listRequests(): number {
+    return this.counts.listRequests;
+  }
+
+  /** Times the reflector had to list again after its first sync (410 Gone). */
+  get relists(): number {
+    return this.counts.relists;
+  }
+
+  /** Apply one transition of the phase; returns the step (for a list: relist and back-off). */
+  private step(input: ReflectorInput): ReturnType<typeof reflectorStep> {
+    const step = reflectorStep(this.phase, input);
+    this.phase = step.phase;
+    return step;
   }
 
   private get stopped(): boolean {
@@ -205,26 +227,25 @@ export class Reflector<T extends KubeObject> {
 
   private async run(): Promise<void> {
     while (!this.stopped) {
-      const state: ReflectorState = this.resourceVersion === undefined ? "listing" : "watching";
+      const phase = this.phase;
+      const state: ReflectorState = phase.name === "watching" ? "watching" : "listing";
       try {
-        if (this.resourceVersion === undefined) {
-          if (this.listedOnce) {
-            this.relists++;
-            // Relists in a row without a working watch between them (a 410 loop) must not spin.
-            if (this.relistsInARow++ > 0) {
-              this.sink.state("backoff");
-              await this.relistBackoff.wait(this.abort.signal);
-              if (this.stopped) break;
-            }
+        if (phase.name !== "watching") {
+          const { relist, backoffFirst } = this.step({ type: "listStarting" });
+          if (relist) this.counts.relists++;
+          // Relists in a row without a working watch between them (a 410 loop) must not spin.
+          if (backoffFirst) {
+            this.sink.state("backoff");
+            await this.relistBackoff.wait(this.abort.signal);
+            if (this.stopped) break;
           }
           this.sink.state("listing");
           const listed = this.streaming ? await this.streamingList() : await this.list();
           if (!listed) continue; // streaming refused: fall back to a list at once
-          this.listedOnce = true;
         } else {
           this.sink.state("watching");
           const started = this.clock.now();
-          const events = await this.watch(this.resourceVersion);
+          const events = await this.watch(phase.resourceVersion);
           // A stream the server ends at once with nothing in it, over and over, must not spin.
           if (events === 0 && this.clock.now() - started < 1_000) {
             this.sink.state("backoff");
@@ -234,7 +255,7 @@ export class Reflector<T extends KubeObject> {
       } catch (err) {
         if (this.stopped) break;
         if (err instanceof GoneError) {
-          this.resourceVersion = undefined; // too old: relist (missing objects become deletes)
+          this.step({ type: "gone" }); // too old: relist (missing objects become deletes)
           continue;
         }
         if (err instanceof ProtobufDecodeError && !this.protobufFailed) {
@@ -274,7 +295,7 @@ export class Reflector<T extends KubeObject> {
       ({ items, rv } = await this.pagedList(undefined));
     }
     this.sink.replace(items, rv);
-    this.resourceVersion = rv;
+    this.step({ type: "listed", resourceVersion: rv });
     return true;
   }
 
@@ -283,7 +304,7 @@ export class Reflector<T extends KubeObject> {
     let cont: string | undefined;
     let rv = "";
     do {
-      this.listRequests++;
+      this.counts.listRequests++;
       let page: KubeList<T>;
       try {
         // Items are decoded as they arrive (a client that ignores onItem returns them in the page instead).
@@ -317,7 +338,7 @@ export class Reflector<T extends KubeObject> {
     const buffer = new Map<string, T>();
     let synced = false;
     try {
-      this.watchRequests++;
+      this.counts.watchRequests++;
       const events = await this.client.watch(this.kind, {
         ...this.listOptions(),
         sendInitialEvents: true,
@@ -335,7 +356,7 @@ export class Reflector<T extends KubeObject> {
               const rv = ev.object.metadata.resourceVersion ?? "";
               this.sink.replace([...buffer.values()], rv);
               buffer.clear();
-              this.resourceVersion = rv;
+              this.step({ type: "listed", resourceVersion: rv });
               // The same stream goes on as a plain watch.
               this.sink.state("watching");
             }
@@ -374,7 +395,7 @@ export class Reflector<T extends KubeObject> {
 
   /** One watch from `rv`; returns how many events it delivered. Throws what broke it. */
   private async watch(rv: string): Promise<number> {
-    this.watchRequests++;
+    this.counts.watchRequests++;
     const events = await this.client.watch(this.kind, {
       ...this.listOptions(),
       resourceVersion: rv,
@@ -406,13 +427,10 @@ export class Reflector<T extends KubeObject> {
     const rv = ev.object.metadata.resourceVersion;
     if (ev.type === "ERROR") return; // parseWatchStream throws on ERROR; kept for exhaustiveness
     if (ev.type !== "BOOKMARK") this.sink.event(ev.type, this.complete(ev.object));
-    this.relistsInARow = 0;
     // The resume point moves with every event handed over, so a stream that breaks after this line
     // resumes after this event, never before it (which would replay it).
-    if (rv) {
-      this.resourceVersion = rv;
-      this.sink.progress(rv);
-    }
+    this.step({ type: "delivered", resourceVersion: rv || undefined });
+    if (rv) this.sink.progress(rv);
   }
 }
 

@@ -259,3 +259,8 @@ export function errorFromResponse(
 export function isStatus(body: unknown): body is ApiStatus {
   return typeof body === "object" && body !== null && (body as { kind?: unknown }).kind === "Status";
 }
+
+/** The message of a thrown value: an Error's `message`, anything else as a string (for logs and details). */
+export function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

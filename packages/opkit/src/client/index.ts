@@ -65,6 +65,7 @@ export {
 } from "./errors.ts";
 export {
   deepCopy,
+  groupOf,
   kindRef,
   objectKey,
   type DeepMutable,
@@ -80,7 +81,7 @@ export {
   type WatchEvent,
   type WatchEventType,
 } from "./types.ts";
-export { groupOf, kindScope, knownKind, registerKind, type KindScope, type KnownKind } from "./scopes.ts";
+export { kindScope, knownKind, registerKind, type KindScope, type KnownKind } from "./scopes.ts";
 export {
   LabelSelectorError,
   formatLabelSelector,

@@ -9,7 +9,7 @@
  * it; it knows nothing of what the Lease guards.
  */
 import type { KubeClient } from "./client.ts";
-import { NotFoundError } from "./errors.ts";
+import { errorMessage, NotFoundError } from "./errors.ts";
 import { microTime } from "./types.ts";
 import { Leases, type Lease } from "./builtins.ts";
 import { realClock, type Clock } from "../clock/index.ts";
@@ -146,7 +146,7 @@ export class LeaseLock {
     try {
       return await this.attempt(signal);
     } catch (err) {
-      this.lastError = err instanceof Error ? err.message : String(err);
+      this.lastError = errorMessage(err);
       this.logger?.debug({ err: this.lastError, lease: this.lease }, "lease attempt failed");
       return false;
     }

@@ -4,7 +4,7 @@
  * kind discovery has reported. Synchronous code (owner references, the cache's namespace scoping,
  * offline RBAC generation) reads it; the REST mapper remains the authority when an answer may be awaited.
  */
-import type { KindRef } from "./types.ts";
+import { groupKindKey, type KindRef } from "./types.ts";
 
 /**
  * Whether a kind's objects live in a namespace ("Namespaced") or cluster-wide ("Cluster"); decides URL paths,
@@ -85,27 +85,17 @@ const known = new Map<string, KnownKind>(
   Object.entries(BUILTIN).map(([key, [resource, scope]]) => [key, { resource, scope }]),
 );
 
-/** The API group of an apiVersion ("" for the core group's "v1"). */
-export function groupOf(apiVersion: string): string {
-  const i = apiVersion.indexOf("/");
-  return i < 0 ? "" : apiVersion.slice(0, i);
-}
-
-function kindKey(kind: Pick<KindRef, "apiVersion" | "kind">): string {
-  return `${groupOf(kind.apiVersion)}/${kind.kind}`;
-}
-
 /** A kind's resource and scope if this process knows it (built-in, defined or discovered), else undefined. */
 export function knownKind(kind: Pick<KindRef, "apiVersion" | "kind">): KnownKind | undefined {
-  return known.get(kindKey(kind));
+  return known.get(groupKindKey(kind));
 }
 
 /** The scope of a kind if known (see `knownKind`). */
 export function kindScope(kind: Pick<KindRef, "apiVersion" | "kind">): KindScope | undefined {
-  return known.get(kindKey(kind))?.scope;
+  return known.get(groupKindKey(kind))?.scope;
 }
 
 /** Record a kind (defineKind and discovery call this; a group/kind's resource and scope never vary by version). */
 export function registerKind(kind: Pick<KindRef, "apiVersion" | "kind">, facts: KnownKind): void {
-  known.set(kindKey(kind), { ...facts });
+  known.set(groupKindKey(kind), { ...facts });
 }

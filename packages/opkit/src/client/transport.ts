@@ -19,7 +19,7 @@ import { setTimeout as delay } from "node:timers/promises";
 import { createRequire } from "node:module";
 import type { Dispatcher, Pool as UndiciPool, ProxyAgent as UndiciProxyAgent } from "undici";
 import type { Readable } from "node:stream";
-import { realClock, type Clock, type TimerHandle } from "../clock/index.ts";
+import { realClock, TokenBucket, withTimeout, type Clock } from "../clock/index.ts";
 import { createLogger, type Logger } from "../logging/index.ts";
 import type { ClusterConfig } from "./config.ts";
 import { Credentials, type CredentialsEvent, type TlsMaterial } from "./credentials.ts";
@@ -213,7 +213,7 @@ export class Transport {
     this.logger = options.logger;
     const now = options.now ?? (() => performance.now());
     this.limiter = options.qps
-      ? new TokenBucket(options.qps, options.burst ?? Math.ceil(options.qps), now)
+      ? new TokenBucket({ qps: options.qps }, options.burst ?? Math.ceil(options.qps), { now })
       : undefined;
     this.credentials = new Credentials(config, {
       now,
@@ -322,6 +322,15 @@ export class Transport {
     return raceAbort(sleep(ms, signal), signal, info);
   }
 
+  /** Wait for a token of the client-side rate limit (through `pause`, so tests and aborts apply). */
+  private async takeToken(
+    limiter: TokenBucket,
+    signal: AbortSignal | undefined,
+    info: RequestInfo,
+  ): Promise<void> {
+    while (!limiter.tryTake()) await this.pause(limiter.waitMs(), signal, info);
+  }
+
   /** One HTTP exchange; `authState` identifies the credential it carried (for `refresh` after a 401). */
   private async send(
     opts: RequestOptions,
@@ -330,7 +339,7 @@ export class Transport {
     const signal = opts.signal;
     if (this.closed) throw new ConnectionError(info, new Error("the client is closed"), true);
     if (signal?.aborted) throw new RequestAbortedError(info, signal.reason);
-    if (this.limiter) await this.limiter.take((ms) => this.pause(ms, signal, info));
+    if (this.limiter) await this.takeToken(this.limiter, signal, info);
     const headers: Record<string, string | string[]> = {
       accept: opts.accept ?? "application/json",
       "user-agent": this.userAgent,
@@ -549,13 +558,8 @@ export class Transport {
     this.closed = true;
     const pools = [this.dispatcher, ...this.retiring].filter((d): d is Dispatcher => d !== undefined);
     const clock = this.options.clock ?? realClock;
-    let timer: TimerHandle | undefined;
-    const closed = await Promise.race([
-      Promise.all(pools.map((d) => d.close())).then(() => true),
-      new Promise<false>((resolve) => (timer = clock.setTimeout(() => resolve(false), graceMs))),
-    ]);
-    if (timer !== undefined) clock.clearTimeout(timer);
-    if (!closed) await Promise.all(pools.map((d) => d.destroy().catch(() => undefined)));
+    const closed = await withTimeout(clock, graceMs, () => Promise.all(pools.map((d) => d.close())));
+    if (closed.timedOut) await Promise.all(pools.map((d) => d.destroy().catch(() => undefined)));
   }
 
   /**
@@ -710,32 +714,4 @@ export function defaultUserAgent(product?: string): string {
   // Header values cannot carry control characters; a product with spaces would read as two tokens.
   const clean = product?.replace(/[^\x21-\x7e]/g, "-");
   return clean && clean !== "opkit" ? `${clean} ${base}` : base;
-}
-
-/** A plain token bucket for the optional client-side rate limit. */
-class TokenBucket {
-  private tokens: number;
-  private last: number;
-  private readonly qps: number;
-  private readonly burst: number;
-  private readonly now: () => number;
-  constructor(qps: number, burst: number, now: () => number) {
-    this.qps = qps;
-    this.burst = burst;
-    this.tokens = burst;
-    this.now = now;
-    this.last = now();
-  }
-  async take(sleep: (ms: number) => Promise<void>): Promise<void> {
-    for (;;) {
-      const now = this.now();
-      this.tokens = Math.min(this.burst, this.tokens + ((now - this.last) / 1000) * this.qps);
-      this.last = now;
-      if (this.tokens >= 1) {
-        this.tokens -= 1;
-        return;
-      }
-      await sleep(((1 - this.tokens) / this.qps) * 1000);
-    }
-  }
 }

@@ -1,8 +1,6 @@
 /**
  * The shapes every Kubernetes object shares, as they travel in JSON (timestamps are RFC 3339 strings).
  */
-export { groupOf } from "./scopes.ts";
-
 /**
  * A reference from a dependent to the object that owns it: the garbage collector deletes the dependent with
  * its owner, and `owns()` watches map the dependent's events to the owner.
@@ -134,6 +132,22 @@ export interface KindRef<T extends KubeObject = KubeObject> {
 /** Declare a kind reference with its object type: `const Pods = kindRef<Pod>("v1", "Pod")`. */
 export function kindRef<T extends KubeObject>(apiVersion: string, kind: string): KindRef<T> {
   return { apiVersion, kind };
+}
+
+/** The API group of an apiVersion ("" for the core group's "v1"). */
+export function groupOf(apiVersion: string): string {
+  const i = apiVersion.indexOf("/");
+  return i < 0 ? "" : apiVersion.slice(0, i);
+}
+
+/** A kind's map key with its version, `apiVersion/Kind`: caches and informers are per version. */
+export function versionKindKey(kind: Pick<KindRef, "apiVersion" | "kind">): string {
+  return `${kind.apiVersion}/${kind.kind}`;
+}
+
+/** A kind's map key without its version, `group/Kind`: resource names, scopes and identities are per group. */
+export function groupKindKey(kind: { apiVersion: string; kind: string }): string {
+  return `${groupOf(kind.apiVersion)}/${kind.kind}`;
 }
 
 /**

@@ -99,6 +99,9 @@ function isProgrammingError(err: unknown): boolean {
   );
 }
 
+/** How long in-flight reconciles may run on after a stop before their signals abort (30 s). */
+export const DEFAULT_GRACEFUL_SHUTDOWN_MS = 30_000;
+
 /**
  * A controller: watches that turn events into keys, a work queue, and workers that run the reconcile function
  * for each key, with retries, timeouts and metrics. Build one with `controller(name)` and run it by adding it
@@ -266,7 +269,7 @@ export class Controller<T extends KubeObject = KubeObject> {
    * running then get their signals aborted. A controller that never started (a standby replica) stops
    * at once. Returns whether everything finished in time.
    */
-  async stop(graceMs = 30_000): Promise<boolean> {
+  async stop(graceMs = DEFAULT_GRACEFUL_SHUTDOWN_MS): Promise<boolean> {
     if (!this.queue) return true;
     if (!this.stopping.signal.aborted) this.stopping.abort(new Error(`controller ${this.name} stopped`));
     let drained = true;

@@ -7,9 +7,9 @@
 import { Buffer } from "node:buffer";
 import { hostname } from "node:os";
 import type { KubeClient } from "../client/client.ts";
-import { NotFoundError } from "../client/errors.ts";
+import { errorMessage, NotFoundError } from "../client/errors.ts";
 import { kindRef, microTime, objectKey, type KubeObject, type ReadonlyKubeObject } from "../client/types.ts";
-import { realClock, type Clock } from "../clock/index.ts";
+import { realClock, TokenBucket, type Clock } from "../clock/index.ts";
 
 /**
  * "Normal" for progress users may want to see; "Warning" for something a user should act on (bad input, a
@@ -153,11 +153,6 @@ interface SeriesEntry {
   chain: Promise<void>;
 }
 
-interface Bucket {
-  tokens: number;
-  at: number;
-}
-
 const MAX_NOTE_BYTES = 1024;
 const MAX_REASON_CHARS = 128;
 const MAX_NAME_CHARS = 253;
@@ -183,7 +178,7 @@ export class EventRecorder {
   private readonly windowMs: number;
   private readonly maxTracked: number;
   private readonly series = new Map<string, SeriesEntry>();
-  private readonly buckets = new Map<string, Bucket>();
+  private readonly buckets = new Map<string, TokenBucket>();
   private readonly inflight = new Set<Promise<void>>();
   private seq = 0;
 
@@ -200,9 +195,9 @@ export class EventRecorder {
       opts.onError ??
       ((err, event) =>
         process.emitWarning(
-          `Event ${event.reason} about ${event.regarding.kind ?? ""} ${event.regarding.name ?? ""} not recorded: ${
-            err instanceof Error ? err.message : String(err)
-          }`,
+          `Event ${event.reason} about ${event.regarding.kind ?? ""} ${event.regarding.name ?? ""} not recorded: ${errorMessage(
+            err,
+          )}`,
         ));
     this.burst = opts.burst ?? 25;
     this.refillMs = opts.refillIntervalMs ?? 5 * 60_000;
@@ -248,7 +243,7 @@ export class EventRecorder {
       note,
       input.related?.metadata.uid ?? "",
     ].join("\u0000");
-    if (!this.takeToken(objectId, now)) {
+    if (!this.takeToken(objectId)) {
       this.stats.dropped++;
       return;
     }
@@ -346,14 +341,11 @@ export class EventRecorder {
   }
 
   /** Per-object token bucket: `burst` at once, then one per `refillIntervalMs`. */
-  private takeToken(objectId: string, now: number): boolean {
-    const bucket = this.buckets.get(objectId) ?? { tokens: this.burst, at: now };
-    bucket.tokens = Math.min(this.burst, bucket.tokens + (now - bucket.at) / this.refillMs);
-    bucket.at = now;
+  private takeToken(objectId: string): boolean {
+    const bucket =
+      this.buckets.get(objectId) ?? new TokenBucket({ intervalMs: this.refillMs }, this.burst, this.clock);
     this.remember(this.buckets, objectId, bucket);
-    if (bucket.tokens < 1) return false;
-    bucket.tokens -= 1;
-    return true;
+    return bucket.tryTake();
   }
 
   /** Insert as most recently used and forget the least recently used beyond the limit. */

@@ -6,7 +6,7 @@
  * has a recent Event explaining why.
  */
 import type { KubeClient } from "../client/client.ts";
-import { NotFoundError } from "../client/errors.ts";
+import { errorMessage, NotFoundError } from "../client/errors.ts";
 import { objectKey, type DeepReadonly, type KubeObject, type ReadonlyKubeObject } from "../client/types.ts";
 import { realClock, type Clock } from "../clock/index.ts";
 import { setCondition, type ConditionLike } from "./conditions.ts";
@@ -171,7 +171,7 @@ export async function manageError(
 ): Promise<number> {
   const delay = ctx.retries.next(retryId(obj));
   const reason = opts.reason ?? reasonForError(err);
-  const message = (err instanceof Error ? err.message : String(err)).slice(0, MAX_MESSAGE);
+  const message = errorMessage(err).slice(0, MAX_MESSAGE);
   await ctx.recorder?.record(obj, {
     type: "Warning",
     reason,

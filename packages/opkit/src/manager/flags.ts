@@ -13,6 +13,7 @@ import type { LogFormat, LogLevel } from "../logging/index.ts";
 import type { ListenAddress } from "./manager.ts";
 import { DEFAULT_WEBHOOK_PORT } from "../webhook/server.ts";
 import { DEFAULT_HEALTH_PORT, DEFAULT_METRICS_PORT } from "./server.ts";
+import { errorMessage } from "../client/errors.ts";
 
 /** Where the webhook server reads tls.crt and tls.key (controller-runtime's default; manifests mount it). */
 export const DEFAULT_WEBHOOK_CERT_DIR = "/tmp/k8s-webhook-server/serving-certs";
@@ -248,10 +249,7 @@ export function parseOperatorFlags(
     const known = Object.keys(spec)
       .map((n) => `--${n}`)
       .join(", ");
-    throw new FlagError(
-      "command line",
-      `${err instanceof Error ? err.message : String(err)} (known flags: ${known})`,
-    );
+    throw new FlagError("command line", `${errorMessage(err)} (known flags: ${known})`);
   }
 
   const read = (name: string, envName: string | undefined, type: "string" | "boolean", dflt: unknown) => {

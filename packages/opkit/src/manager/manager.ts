@@ -13,9 +13,9 @@
  */
 import { Cache, type CacheOptions } from "../cache/cache.ts";
 import { KubeClient, type ClientOptions } from "../client/client.ts";
-import { TooManyRequestsError, UnknownKindError } from "../client/errors.ts";
-import { realClock, type Clock, type TimerHandle } from "../clock/index.ts";
-import type { Controller } from "../controller/controller.ts";
+import { errorMessage, TooManyRequestsError, UnknownKindError } from "../client/errors.ts";
+import { realClock, withTimeout, type Clock } from "../clock/index.ts";
+import { DEFAULT_GRACEFUL_SHUTDOWN_MS, type Controller } from "../controller/controller.ts";
 import { createLogger, type Logger } from "../logging/index.ts";
 import { Metrics } from "../metrics/index.ts";
 import { WebhookServer, type WebhookServerOptions } from "../webhook/server.ts";
@@ -25,6 +25,7 @@ import {
   LeadershipLostError,
   type LeaderElectorOptions,
 } from "./leaderelection.ts";
+import { leaseNamespace } from "./namespace.ts";
 import { setupSharding, type Sharding, type ShardingOptions } from "./sharded.ts";
 import {
   DEFAULT_HEALTH_PORT,
@@ -214,7 +215,7 @@ export class Manager {
       // retries with backoff, so that is worth a debug line, not an error.
       onError: (err, kind) =>
         this.logger[isTransient(err) ? "debug" : "error"](
-          { kind, err: err instanceof Error ? err.message : String(err) },
+          { kind, err: errorMessage(err) },
           isTransient(err) ? "list/watch not ready yet; retrying" : "list/watch failed",
         ),
     });
@@ -317,7 +318,7 @@ export class Manager {
     const stopping = new AbortController();
     this.stopRequested.push(() => stopping.abort());
     try {
-      await this.cache.waitForSync(this.opts.cacheSyncTimeoutMs ?? 120_000, { signal: stopping.signal });
+      await this.cache.waitForSync(this.opts.cacheSyncTimeoutMs, { signal: stopping.signal });
     } catch (err) {
       if (stopping.signal.aborted) return;
       throw err;
@@ -336,7 +337,7 @@ export class Manager {
       this.startLeaderWork();
       return;
     }
-    const namespace = le.namespace ?? process.env.POD_NAMESPACE ?? "default";
+    const namespace = leaseNamespace(le.namespace);
     this.elector = new LeaderElector({
       client: this.client,
       name: le.name,
@@ -500,7 +501,7 @@ export class Manager {
     for (const r of this.stopRequested.splice(0)) r();
     this.stopped ??= (async () => {
       await this.opening?.catch(() => undefined);
-      const grace = this.opts.gracefulShutdownMs ?? 30_000;
+      const grace = this.opts.gracefulShutdownMs ?? DEFAULT_GRACEFUL_SHUTDOWN_MS;
       const le = this.opts.leaderElection;
       // A standby must not win the Lease while it is shutting down.
       if (this.elector && !this.leaderWorkStarted) await this.elector.stop({ release: false });
@@ -512,13 +513,8 @@ export class Manager {
       let shardsLeft = false;
       if (this.sharding) {
         const coordinator = this.sharding.coordinator;
-        let timer: TimerHandle | undefined;
-        const released = await Promise.race([
-          coordinator.stop().then(() => true),
-          new Promise<boolean>((resolve) => (timer = clock.setTimeout(() => resolve(false), grace))),
-        ]);
-        if (timer !== undefined) clock.clearTimeout(timer);
-        if (!released) {
+        const released = await withTimeout(clock, grace, () => coordinator.stop());
+        if (released.timedOut) {
           shardsLeft = true;
           await coordinator.abandon("the graceful shutdown period ended");
         }
@@ -551,13 +547,8 @@ export class Manager {
     if (!all.length) return true;
     for (const r of all) r.abort.abort(new Error("manager stopping"));
     const clock = this.opts.clock ?? realClock;
-    let timer: TimerHandle | undefined;
-    const ended = await Promise.race([
-      Promise.all(all.map((r) => r.done)).then(() => true),
-      new Promise<boolean>((resolve) => (timer = clock.setTimeout(() => resolve(false), graceMs))),
-    ]);
-    if (timer !== undefined) clock.clearTimeout(timer);
-    return ended;
+    const ended = await withTimeout(clock, graceMs, () => Promise.all(all.map((r) => r.done)));
+    return !ended.timedOut;
   }
 
   /**

@@ -9,7 +9,8 @@ import { createRequire } from "node:module";
 import type { AddressInfo } from "node:net";
 import type { Registry } from "prom-client";
 import type { InformerHealth } from "../cache/informer.ts";
-import { realClock, type Clock, type TimerHandle } from "../clock/index.ts";
+import { realClock, withTimeout, type Clock } from "../clock/index.ts";
+import { errorMessage } from "../client/errors.ts";
 
 // node:http through require, not an ESM import: importing it as ESM builds a facade that reads every
 // export, and its lazy WebSocket/EventSource getters then load Node's bundled undici (~70 ms of CPU at
@@ -56,7 +57,7 @@ export class ServerListenError extends Error {
   /** The port the server tried to listen on. */
   readonly port: number;
   constructor(host: string, port: number, cause: unknown) {
-    super(`cannot listen on ${host}:${port}: ${cause instanceof Error ? cause.message : String(cause)}`, {
+    super(`cannot listen on ${host}:${port}: ${errorMessage(cause)}`, {
       cause,
     });
     this.name = "ServerListenError";
@@ -199,20 +200,12 @@ function addCheck(map: Map<string, Check>, kind: "health" | "ready", name: strin
 }
 
 async function runCheck(name: string, check: Check, timeoutMs: number, clock: Clock): Promise<CheckReport> {
-  let timer: TimerHandle | undefined;
-  const timeout = new Promise<CheckResult>((resolve) => {
-    timer = clock.setTimeout(
-      () => resolve({ ok: false, detail: `no answer within ${timeoutMs} ms` }),
-      timeoutMs,
-    );
-  });
   try {
-    const result = await Promise.race([Promise.resolve().then(check), timeout]);
-    return { name, ok: result.ok, detail: result.detail };
+    const result = await withTimeout(clock, timeoutMs, () => check());
+    if (result.timedOut) return { name, ok: false, detail: `no answer within ${timeoutMs} ms` };
+    return { name, ok: result.value.ok, detail: result.value.detail };
   } catch (err) {
-    return { name, ok: false, detail: err instanceof Error ? err.message : String(err) };
-  } finally {
-    if (timer !== undefined) clock.clearTimeout(timer);
+    return { name, ok: false, detail: errorMessage(err) };
   }
 }
 

@@ -6,13 +6,14 @@
 import type { Cache } from "../cache/cache.ts";
 import type { KubeClient } from "../client/client.ts";
 import { kindScope } from "../client/scopes.ts";
-import { objectKey, type KindRef } from "../client/types.ts";
+import { objectKey, versionKindKey, type KindRef, type ReadonlyKubeObject } from "../client/types.ts";
 import type { Clock } from "../clock/index.ts";
 import type { Controller, KeyGate } from "../controller/controller.ts";
 import { keyToRequest } from "../controller/reconcile.ts";
 import type { Logger } from "../logging/index.ts";
 import type { Metrics } from "../metrics/index.ts";
 import { ShardCoordinator } from "../sharding/coordinator.ts";
+import { leaseNamespace } from "./namespace.ts";
 import {
   ShardRouter,
   detectServerSharding,
@@ -61,12 +62,8 @@ export interface Sharding {
 // Deleted keys whose not-found run has not been dispatched yet, per uid-sharded controller.
 const DELETED_KEYS_LIMIT = 10_000;
 
-function kindKey(kind: KindRef): string {
-  return `${kind.apiVersion}/${kind.kind}`;
-}
-
-/** Build the sharding of `controllers`; sets the cache's filters (no shard held yet). */
-export async function setupSharding(deps: {
+/** What `setupSharding` needs from the manager. */
+interface ShardingDeps {
   options: ShardingOptions;
   group: string;
   identity: string;
@@ -76,44 +73,20 @@ export async function setupSharding(deps: {
   metrics: Metrics;
   logger: Logger;
   clock: Clock | undefined;
-}): Promise<Sharding> {
+}
+
+/** A controller with the field its keys are sharded by. */
+interface ShardedController {
+  controller: Controller;
+  field: ShardKeyField;
+}
+
+/** Build the sharding of `controllers`; sets the cache's filters (no shard held yet). */
+export async function setupSharding(deps: ShardingDeps): Promise<Sharding> {
   const { options, client, cache, controllers, logger } = deps;
-  const namespace = options.namespace ?? process.env.POD_NAMESPACE ?? "default";
-  let mode: "server" | "client" = options.filtering === "server" ? "server" : "client";
-  if ((options.filtering ?? "auto") === "auto") {
-    try {
-      mode = (await detectServerSharding(client, namespace)) ? "server" : "client";
-    } catch (err) {
-      logger.warn({ err: String(err) }, "could not detect server-side sharding; filtering on the client");
-    }
-  }
-
-  const namespaced = async (kind: KindRef): Promise<boolean> =>
-    (kindScope(kind) ?? ((await client.mapping(kind)).namespaced ? "Namespaced" : "Cluster")) ===
-    "Namespaced";
-  // Which field each controller shards by, and which kinds' caches follow; a kind two controllers
-  // would shard differently stays unsharded (its keys are still gated).
-  const fields = new Map<Controller, ShardKeyField>();
-  const wanted = new Map<string, { kind: KindRef; field: ShardKeyField | "conflict" }>();
-  const want = (kind: KindRef, field: ShardKeyField): void => {
-    const prev = wanted.get(kindKey(kind));
-    wanted.set(kindKey(kind), { kind, field: prev && prev.field !== field ? "conflict" : field });
-  };
-  // Watched kinds stay whole: a map function may wake a parent from an object in any namespace (a
-  // shared Secret), and the parent's holder must see that object whichever shard its namespace is in.
-  // Owned children share their parent's namespace (owner references do not cross namespaces).
-  const whole = new Set<string>();
-  for (const c of controllers) {
-    const field: ShardKeyField = c.shardKey ?? ((await namespaced(c.forKind)) ? "namespace" : "uid");
-    fields.set(c, field);
-    want(c.forKind, field);
-    if (field === "namespace") for (const k of c.ownedKinds) if (await namespaced(k)) want(k, "namespace");
-    for (const k of c.watchedKinds) whole.add(kindKey(k));
-  }
-  const kinds: ShardedKind[] = [];
-  for (const [key, { kind, field }] of wanted)
-    if (field !== "conflict" && !whole.has(key)) kinds.push({ kind, field });
-
+  const namespace = leaseNamespace(options.namespace);
+  const mode = await filteringMode(options, client, namespace, logger);
+  const { sharded, kinds } = await shardPlan(controllers, client);
   const router: ShardRouter = new ShardRouter({
     count: options.count,
     cache,
@@ -122,51 +95,12 @@ export async function setupSharding(deps: {
     logger,
     clock: deps.clock,
     onActivated: (shard) => {
-      for (const c of controllers) {
-        const field = fields.get(c) as ShardKeyField;
-        c.enqueueCached((obj) => router.shardOf(obj, field) === shard);
-      }
+      for (const { controller, field } of sharded)
+        controller.enqueueCached((obj) => router.shardOf(obj, field) === shard);
     },
   });
   await router.initialize();
-
-  const gates = new Map<Controller, KeyGate>();
-  for (const c of controllers) {
-    const field = fields.get(c) as ShardKeyField;
-    // By uid, a deleted object is no longer cached, yet its not-found run is due on the replica that
-    // held it: the shard of a deleted key is remembered until that key is next dispatched (only then:
-    // a later object of the same name may belong to another replica's shard).
-    const gone = new Map<string, number>();
-    if (field === "uid")
-      cache.informer(c.forKind).addEventHandler({
-        onAdd: (obj) => void gone.delete(objectKey(obj)),
-        onDelete: (obj) => {
-          const key = objectKey(obj);
-          gone.delete(key);
-          gone.set(key, router.shardOf(obj, "uid"));
-          if (gone.size > DELETED_KEYS_LIMIT) gone.delete(gone.keys().next().value ?? "");
-        },
-      });
-    gates.set(
-      c,
-      router.gate((key) => {
-        const req = keyToRequest(key);
-        if (field === "namespace") return router.space.shardOf(req.namespace ?? "");
-        // By uid: the cached object says which shard; a key whose object is not cached (not ours, or
-        // gone before this replica saw it) is not this replica's to reconcile.
-        try {
-          const obj = cache.get(c.forKind, req.name, { namespace: req.namespace });
-          if (obj) return router.shardOf(obj, "uid");
-        } catch {
-          return undefined;
-        }
-        const shard = gone.get(key);
-        gone.delete(key);
-        return shard;
-      }),
-    );
-  }
-
+  const gates = new Map(sharded.map((s) => [s.controller, keyGate(s, router, cache)]));
   const coordinator = new ShardCoordinator({
     client,
     namespace,
@@ -178,21 +112,7 @@ export async function setupSharding(deps: {
     retryPeriodMs: options.retryPeriodMs,
     clock: deps.clock,
     logger,
-    metrics: deps.metrics.shards(() =>
-      router.keysPerShard(
-        controllers.flatMap((c) => {
-          const field = fields.get(c) as ShardKeyField;
-          try {
-            return cache
-              .informer(c.forKind)
-              .list()
-              .map((obj) => ({ obj, field }));
-          } catch {
-            return [];
-          }
-        }),
-      ),
-    ),
+    metrics: deps.metrics.shards(() => router.keysPerShard(cachedObjects(sharded, cache))),
   });
   logger.info(
     {
@@ -207,4 +127,104 @@ export async function setupSharding(deps: {
       : "sharding: the API server does not shard list/watch; filtering on the client",
   );
   return { coordinator, router, gates, mode };
+}
+
+/** Whether the API server filters by shard ("server") or this process does ("client"); "auto" detects. */
+async function filteringMode(
+  options: ShardingOptions,
+  client: KubeClient,
+  namespace: string,
+  logger: Logger,
+): Promise<"server" | "client"> {
+  if ((options.filtering ?? "auto") !== "auto") return options.filtering === "server" ? "server" : "client";
+  try {
+    return (await detectServerSharding(client, namespace)) ? "server" : "client";
+  } catch (err) {
+    logger.warn({ err: String(err) }, "could not detect server-side sharding; filtering on the client");
+    return "client";
+  }
+}
+
+/**
+ * Which field each controller shards by, and which kinds' caches follow; a kind two controllers would
+ * shard differently stays unsharded (its keys are still gated).
+ */
+async function shardPlan(
+  controllers: Controller[],
+  client: KubeClient,
+): Promise<{ sharded: ShardedController[]; kinds: ShardedKind[] }> {
+  const namespaced = async (kind: KindRef): Promise<boolean> =>
+    (kindScope(kind) ?? ((await client.mapping(kind)).namespaced ? "Namespaced" : "Cluster")) ===
+    "Namespaced";
+  const sharded: ShardedController[] = [];
+  const wanted = new Map<string, { kind: KindRef; field: ShardKeyField | "conflict" }>();
+  const want = (kind: KindRef, field: ShardKeyField): void => {
+    const prev = wanted.get(versionKindKey(kind));
+    wanted.set(versionKindKey(kind), { kind, field: prev && prev.field !== field ? "conflict" : field });
+  };
+  // Watched kinds stay whole: a map function may wake a parent from an object in any namespace (a
+  // shared Secret), and the parent's holder must see that object whichever shard its namespace is in.
+  // Owned children share their parent's namespace (owner references do not cross namespaces).
+  const whole = new Set<string>();
+  for (const c of controllers) {
+    const field: ShardKeyField = c.shardKey ?? ((await namespaced(c.forKind)) ? "namespace" : "uid");
+    sharded.push({ controller: c, field });
+    want(c.forKind, field);
+    if (field === "namespace") for (const k of c.ownedKinds) if (await namespaced(k)) want(k, "namespace");
+    for (const k of c.watchedKinds) whole.add(versionKindKey(k));
+  }
+  const kinds: ShardedKind[] = [];
+  for (const [key, { kind, field }] of wanted)
+    if (field !== "conflict" && !whole.has(key)) kinds.push({ kind, field });
+  return { sharded, kinds };
+}
+
+/** The gate admitting only the keys of the shards this replica holds. */
+function keyGate({ controller: c, field }: ShardedController, router: ShardRouter, cache: Cache): KeyGate {
+  // By uid, a deleted object is no longer cached, yet its not-found run is due on the replica that
+  // held it: the shard of a deleted key is remembered until that key is next dispatched (only then:
+  // a later object of the same name may belong to another replica's shard).
+  const gone = new Map<string, number>();
+  if (field === "uid")
+    cache.informer(c.forKind).addEventHandler({
+      onAdd: (obj) => void gone.delete(objectKey(obj)),
+      onDelete: (obj) => {
+        const key = objectKey(obj);
+        gone.delete(key);
+        gone.set(key, router.shardOf(obj, "uid"));
+        if (gone.size > DELETED_KEYS_LIMIT) gone.delete(gone.keys().next().value ?? "");
+      },
+    });
+  return router.gate((key) => {
+    const req = keyToRequest(key);
+    if (field === "namespace") return router.space.shardOf(req.namespace ?? "");
+    // By uid: the cached object says which shard; a key whose object is not cached (not ours, or
+    // gone before this replica saw it) is not this replica's to reconcile.
+    try {
+      const obj = cache.get(c.forKind, req.name, { namespace: req.namespace });
+      if (obj) return router.shardOf(obj, "uid");
+    } catch {
+      return undefined;
+    }
+    const shard = gone.get(key);
+    gone.delete(key);
+    return shard;
+  });
+}
+
+/** Every cached object of the sharded controllers' kinds, with its shard field (for the keys-per-shard gauge). */
+function cachedObjects(
+  sharded: ShardedController[],
+  cache: Cache,
+): { obj: ReadonlyKubeObject; field: ShardKeyField }[] {
+  return sharded.flatMap(({ controller, field }) => {
+    try {
+      return cache
+        .informer(controller.forKind)
+        .list()
+        .map((obj) => ({ obj, field }));
+    } catch {
+      return [];
+    }
+  });
 }

@@ -1,4 +1,4 @@
-// Types of the prom-client files metrics/index.ts loads one by one instead of through prom-client's index
+// Types of the prom-client files metrics/declare.ts and metrics/metrics.ts load one by one instead of through prom-client's index
 // (see there why): each is the class or function the index exports under the same name.
 declare module "prom-client/lib/registry.js" {
   export { Registry as default } from "prom-client";

@@ -149,61 +149,9 @@ export function summarizeOperator(
   for (const name of ["controller_runtime_reconcile_total", "controller_runtime_active_workers"])
     for (const s of cur.get(name) ?? []) if (s.labels.controller) names.add(s.labels.controller);
 
-  const controllers = [...names].sort().map((name): ControllerSummary => {
-    const c = { controller: name };
-    const q = { name };
-    const results = new Set(
-      pick(cur, "controller_runtime_reconcile_total", c).map((s) => s.labels.result ?? ""),
-    );
-    const reconcilesTotal: Record<string, number> = {};
-    for (const r of results)
-      reconcilesTotal[r] = sum(cur, "controller_runtime_reconcile_total", { ...c, result: r });
-    let reconcilesPerSecond: Record<string, number> | undefined;
-    if (prev) {
-      reconcilesPerSecond = {};
-      for (const r of results)
-        reconcilesPerSecond[r] = rate("controller_runtime_reconcile_total", { ...c, result: r }) ?? 0;
-    }
-    const now = buckets(cur, "controller_runtime_reconcile_time_seconds", c);
-    let hist = [...now].map(([le, count]) => ({ le, count }));
-    if (prev) {
-      const before = buckets(prev, "controller_runtime_reconcile_time_seconds", c);
-      const delta = hist.map((b) => ({ le: b.le, count: b.count - (before.get(b.le) ?? 0) }));
-      if ((delta.find((b) => b.le === Infinity)?.count ?? 0) > 0 && delta.every((b) => b.count >= 0))
-        hist = delta;
-    }
-    const requeue = rate("controller_runtime_reconcile_total", { ...c, result: "requeue" });
-    const requeueAfter = rate("controller_runtime_reconcile_total", { ...c, result: "requeue_after" });
-    const max = pick(cur, "controller_runtime_max_concurrent_reconciles", c)[0]?.value;
-    return {
-      name,
-      depth: sum(cur, "workqueue_depth", q),
-      addsPerSecond: rate("workqueue_adds_total", q),
-      reconcilesPerSecond,
-      errorsPerSecond: rate("controller_runtime_reconcile_errors_total", c),
-      requeuesPerSecond: requeue === undefined ? undefined : requeue + (requeueAfter ?? 0),
-      reconcilesTotal,
-      errorsTotal: sum(cur, "controller_runtime_reconcile_errors_total", c),
-      p50Seconds: histogramQuantile(0.5, hist),
-      p99Seconds: histogramQuantile(0.99, hist),
-      activeWorkers: sum(cur, "controller_runtime_active_workers", c),
-      maxWorkers: max,
-      longestRunningSeconds: sum(cur, "workqueue_longest_running_processor_seconds", q),
-    };
-  });
+  const controllers = [...names].sort().map((name) => controllerSummary(name, cur, prev, rate));
 
-  const informers = (cur.get("opkit_informer_objects") ?? [])
-    .map((s): InformerSummary => {
-      const l = { kind: s.labels.kind ?? "", namespace: s.labels.namespace ?? "" };
-      return {
-        ...l,
-        objects: s.value,
-        synced: sum(cur, "opkit_informer_synced", l) > 0,
-        watchRestarts: sum(cur, "opkit_informer_watch_restarts_total", l),
-        relists: sum(cur, "opkit_informer_relists_total", l),
-      };
-    })
-    .sort((a, b) => a.kind.localeCompare(b.kind) || a.namespace.localeCompare(b.namespace));
+  const informers = informerSummaries(cur);
 
   const leases: Record<string, boolean> = {};
   for (const s of cur.get("leader_election_master_status") ?? []) leases[s.labels.name ?? ""] = s.value === 1;
@@ -227,4 +175,69 @@ export function summarizeOperator(
     failedRequestsPerSecond,
     residentBytes: cur.get("process_resident_memory_bytes")?.[0]?.value,
   };
+}
+
+/** One controller's figures: queue, reconcile counts and rates, latency quantiles, workers. */
+function controllerSummary(
+  name: string,
+  cur: Series,
+  prev: Series | undefined,
+  rate: (name: string, labels?: Record<string, string>) => number | undefined,
+): ControllerSummary {
+  const c = { controller: name };
+  const q = { name };
+  const results = new Set(
+    pick(cur, "controller_runtime_reconcile_total", c).map((s) => s.labels.result ?? ""),
+  );
+  const reconcilesTotal: Record<string, number> = {};
+  for (const r of results)
+    reconcilesTotal[r] = sum(cur, "controller_runtime_reconcile_total", { ...c, result: r });
+  let reconcilesPerSecond: Record<string, number> | undefined;
+  if (prev) {
+    reconcilesPerSecond = {};
+    for (const r of results)
+      reconcilesPerSecond[r] = rate("controller_runtime_reconcile_total", { ...c, result: r }) ?? 0;
+  }
+  const now = buckets(cur, "controller_runtime_reconcile_time_seconds", c);
+  let hist = [...now].map(([le, count]) => ({ le, count }));
+  if (prev) {
+    const before = buckets(prev, "controller_runtime_reconcile_time_seconds", c);
+    const delta = hist.map((b) => ({ le: b.le, count: b.count - (before.get(b.le) ?? 0) }));
+    if ((delta.find((b) => b.le === Infinity)?.count ?? 0) > 0 && delta.every((b) => b.count >= 0))
+      hist = delta;
+  }
+  const requeue = rate("controller_runtime_reconcile_total", { ...c, result: "requeue" });
+  const requeueAfter = rate("controller_runtime_reconcile_total", { ...c, result: "requeue_after" });
+  const max = pick(cur, "controller_runtime_max_concurrent_reconciles", c)[0]?.value;
+  return {
+    name,
+    depth: sum(cur, "workqueue_depth", q),
+    addsPerSecond: rate("workqueue_adds_total", q),
+    reconcilesPerSecond,
+    errorsPerSecond: rate("controller_runtime_reconcile_errors_total", c),
+    requeuesPerSecond: requeue === undefined ? undefined : requeue + (requeueAfter ?? 0),
+    reconcilesTotal,
+    errorsTotal: sum(cur, "controller_runtime_reconcile_errors_total", c),
+    p50Seconds: histogramQuantile(0.5, hist),
+    p99Seconds: histogramQuantile(0.99, hist),
+    activeWorkers: sum(cur, "controller_runtime_active_workers", c),
+    maxWorkers: max,
+    longestRunningSeconds: sum(cur, "workqueue_longest_running_processor_seconds", q),
+  };
+}
+
+/** Every informer's size, sync state, watch restarts and relists. */
+function informerSummaries(cur: Series): InformerSummary[] {
+  return (cur.get("opkit_informer_objects") ?? [])
+    .map((s): InformerSummary => {
+      const l = { kind: s.labels.kind ?? "", namespace: s.labels.namespace ?? "" };
+      return {
+        ...l,
+        objects: s.value,
+        synced: sum(cur, "opkit_informer_synced", l) > 0,
+        watchRestarts: sum(cur, "opkit_informer_watch_restarts_total", l),
+        relists: sum(cur, "opkit_informer_relists_total", l),
+      };
+    })
+    .sort((a, b) => a.kind.localeCompare(b.kind) || a.namespace.localeCompare(b.namespace));
 }

@@ -2,7 +2,7 @@
  * Rate limiters decide how long a failed key waits before it is retried. They mirror client-go's
  * workqueue rate limiters so operators tuned for controller-runtime behave the same here.
  */
-import { realClock } from "../clock/index.ts";
+import { realClock, TokenBucket } from "../clock/index.ts";
 import type { Clock } from "../clock/index.ts";
 
 /**
@@ -88,11 +88,7 @@ export interface TokenBucketOptions {
  * none is available yet, so tokens go negative and successive calls are spaced 1/qps apart.
  */
 export class TokenBucketRateLimiter<K> implements RateLimiter<K> {
-  private readonly qps: number;
-  private readonly burst: number;
-  private readonly clock: Clock;
-  private tokens: number;
-  private last: number;
+  private readonly bucket: TokenBucket;
 
   constructor(options: TokenBucketOptions) {
     if (!(options.qps > 0) || !Number.isFinite(options.qps)) {
@@ -101,21 +97,12 @@ export class TokenBucketRateLimiter<K> implements RateLimiter<K> {
     if (!(options.burst >= 1) || !Number.isFinite(options.burst)) {
       throw new RangeError(`burst must be a finite number >= 1, got ${options.burst}`);
     }
-    this.qps = options.qps;
-    this.burst = options.burst;
-    this.clock = options.clock ?? realClock;
-    this.tokens = options.burst;
-    this.last = this.clock.now();
+    this.bucket = new TokenBucket({ qps: options.qps }, options.burst, options.clock ?? realClock);
   }
 
   /** Take a token and return how long to wait until it is available (0 while the burst lasts). */
   when(_key: K): number {
-    const now = this.clock.now();
-    const elapsed = Math.max(0, now - this.last);
-    this.tokens = Math.min(this.burst, this.tokens + (elapsed * this.qps) / 1000);
-    this.last = now;
-    this.tokens -= 1;
-    return this.tokens >= 0 ? 0 : (-this.tokens * 1000) / this.qps;
+    return this.bucket.reserve();
   }
 
   /** Nothing to forget: the bucket is shared, not per key. */

@@ -67,12 +67,12 @@ interface WaitingEntry<K> {
   seq: number;
 }
 
-// A dirty key, and while it is pending also its entry in #ready (one object per add on the hot path).
+// A dirty key, and while it is pending also its entry in `ready` (one object per add on the hot path).
 interface DirtyState<K> {
   key: K;
   priority: number;
   addedAt: number;
-  // Its place in #ready while the key is pending; -1 while it waits for `done`.
+  // Its place in `ready` while the key is pending; -1 while it waits for `done`.
   seq: number;
 }
 
@@ -100,12 +100,12 @@ export class WorkQueue<K extends string> {
   private readonly metrics: QueueMetrics<K>;
   private seq = 0;
 
-  // Keys that need a run, pending or not: a dirty key is either pending (seq >= 0) or in #processing.
+  // Keys that need a run, pending or not: a dirty key is either pending (seq >= 0) or in `processing`.
   // One map for both, as it is the hot path.
   private readonly dirty = new Map<K, DirtyState<K>>();
   // Pending keys (dirty keys with seq >= 0).
   private queued = 0;
-  // Pending keys in hand-out order. It may hold replaced states; only the one in #dirty is live.
+  // Pending keys in hand-out order. It may hold replaced states; only the one in `dirty` is live.
   private readonly ready = new ReadyQueue<DirtyState<K>>();
   // Key → start time of the run.
   private readonly processing = new Map<K, number>();
@@ -296,7 +296,7 @@ export class WorkQueue<K extends string> {
         if (dirty.seq < 0) {
           dirty.priority = priority;
         } else {
-          // A pending key moves to its new priority as a new state (the old one in #ready goes
+          // A pending key moves to its new priority as a new state (the old one in `ready` goes
           // stale) that keeps the original sequence number: its place among its new peers.
           const raised: DirtyState<K> = { key, priority, addedAt: dirty.addedAt, seq: dirty.seq };
           this.dirty.set(key, raised);

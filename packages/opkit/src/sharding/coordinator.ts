@@ -23,7 +23,7 @@ import type { KubeClient } from "../client/client.ts";
 import { Leases, type Lease } from "../client/builtins.ts";
 import { LeaseLock } from "../client/lease.ts";
 import { ConflictError, NotFoundError } from "../client/errors.ts";
-import { realClock, type Clock, type TimerHandle } from "../clock/index.ts";
+import { realClock, withTimeout, type Clock, type TimerHandle } from "../clock/index.ts";
 import type { Logger } from "../logging/index.ts";
 
 /** The label every Lease of one sharded operator carries, with the group name as value. */
@@ -251,12 +251,11 @@ export class ShardCoordinator {
     // Rounds go on without acquisitions: they renew the shards still draining, release the drained
     // ones and notice losses, until every shard is free.
     while (!this.stopped && this.shards.some((s) => s.state !== "free")) {
-      let timer: TimerHandle | undefined;
-      await Promise.race([
-        ...this.shards.filter((s) => s.state === "draining" && !s.drained).map((s) => s.drain),
-        new Promise<void>((resolve) => (timer = this.clock.setTimeout(resolve, this.retryPeriodMs))),
-      ]);
-      if (timer !== undefined) this.clock.clearTimeout(timer);
+      // A shard whose drain has not begun counts as drained (as a non-promise does in a race).
+      const draining = this.shards
+        .filter((s) => s.state === "draining" && !s.drained)
+        .map((s) => s.drain ?? Promise.resolve());
+      await withTimeout(this.clock, this.retryPeriodMs, () => Promise.race(draining));
       await this.tick();
     }
     if (this.stopped) return; // abandoned: nothing is released
@@ -485,19 +484,10 @@ export class ShardCoordinator {
     deadline: number,
     attempt: (signal: AbortSignal) => Promise<T>,
   ): Promise<T | false> {
-    const abort = new AbortController();
-    let timer: TimerHandle | undefined;
-    const expired = new Promise<false>((resolve) => {
-      timer = this.clock.setTimeout(() => {
-        abort.abort(new Error("lease deadline passed"));
-        resolve(false);
-      }, deadline - this.clock.now());
+    const result = await withTimeout(this.clock, deadline - this.clock.now(), attempt, {
+      reason: () => new Error("lease deadline passed"),
     });
-    try {
-      return await Promise.race([attempt(abort.signal), expired]);
-    } finally {
-      if (timer !== undefined) this.clock.clearTimeout(timer);
-    }
+    return result.timedOut ? false : result.value;
   }
 
   private beginRelease(s: Shard, callbacks: ShardCallbacks): void {

@@ -24,6 +24,7 @@ import { realClock, type Clock, type TimerHandle } from "../clock/index.ts";
 import type { Logger } from "../logging/index.ts";
 import type { ShardCallbacks } from "./coordinator.ts";
 import { ShardSpace, hex64 } from "./hash.ts";
+import { errorMessage } from "../client/errors.ts";
 
 /** The object field a kind is sharded by: its namespace (parents and children together) or its uid. */
 export type ShardKeyField = "namespace" | "uid";
@@ -282,7 +283,7 @@ export class ShardRouter {
 
   private failed(err: unknown): void {
     this.failures++;
-    this.lastFilterError = err instanceof Error ? err.message : String(err);
+    this.lastFilterError = errorMessage(err);
     const delayMs = Math.min(this.retryMaxMs, this.retryInitialMs * 2 ** Math.min(this.failures - 1, 30));
     const waiting = [...this.work].filter(([, w]) => w.state === "activating").map(([s]) => s);
     this.logger?.error(

@@ -15,8 +15,9 @@
 import jsonpatch from "fast-json-patch";
 import type { ValidationIssue } from "../api/kind.ts";
 import type { DeepReadonly, KindRef, KubeObject } from "../client/types.ts";
-import { realClock, type Clock } from "../clock/index.ts";
+import { realClock, withTimeout, type Clock } from "../clock/index.ts";
 import type { AdmissionRequest, AdmissionResponse, Operation, UserInfo } from "./review.ts";
+import { errorMessage } from "../client/errors.ts";
 
 /** What a webhook configuration needs to know of a kind: `defineKind` results have all of it. */
 export interface WebhookKind<T extends KubeObject = KubeObject> extends KindRef<T> {
@@ -330,7 +331,7 @@ export function verdictOfError(err: unknown): Verdict {
     if (err.warnings.length) v.warnings = err.warnings;
     return v;
   }
-  const message = err instanceof Error ? err.message : String(err);
+  const message = errorMessage(err);
   return { allowed: false, message: `webhook handler failed: ${message}` };
 }
 
@@ -353,30 +354,6 @@ async function runGuarded<R>(
     return { ok: true, value: await fn() };
   } catch (error) {
     return { ok: false, error };
-  }
-}
-
-/** The handler's deadline: resolves `undefined` when the work wins, "timeout" when the timer does. */
-async function withDeadline<R>(
-  work: (signal: AbortSignal) => Promise<R>,
-  timeoutMs: number,
-  clock: Clock,
-): Promise<{ timedOut: false; value: R } | { timedOut: true }> {
-  const ac = new AbortController();
-  let timer: object | undefined;
-  const deadline = new Promise<{ timedOut: true }>((resolve) => {
-    timer = clock.setTimeout(() => {
-      ac.abort(new Error(`timed out after ${timeoutMs} ms`));
-      resolve({ timedOut: true });
-    }, timeoutMs);
-  });
-  try {
-    return await Promise.race([
-      work(ac.signal).then((value) => ({ timedOut: false as const, value })),
-      deadline,
-    ]);
-  } finally {
-    if (timer) clock.clearTimeout(timer);
   }
 }
 
@@ -491,10 +468,8 @@ export function validator<T extends KubeObject>(
       const call = callFor(req.operation, oldObj, obj);
       if (!call) return responseOf(req.uid, { allowed: true });
       const timeoutMs = effectiveTimeout(self, opts);
-      const result = await withDeadline(
-        (signal) => run(call, contextOf(req, signal)),
-        timeoutMs,
-        opts.clock ?? realClock,
+      const result = await withTimeout(opts.clock ?? realClock, timeoutMs, (signal) =>
+        run(call, contextOf(req, signal)),
       );
       if (result.timedOut)
         return responseOf(
@@ -576,10 +551,8 @@ export function defaulter<T extends KubeObject>(
       if (!operations.includes(req.operation) || !req.object) return responseOf(req.uid, { allowed: true });
       const original = req.object as T;
       const timeoutMs = effectiveTimeout(self, opts);
-      const result = await withDeadline(
-        (signal) => runGuarded(() => apply(original, contextOf(req, signal))),
-        timeoutMs,
-        opts.clock ?? realClock,
+      const result = await withTimeout(opts.clock ?? realClock, timeoutMs, (signal) =>
+        runGuarded(() => apply(original, contextOf(req, signal))),
       );
       if (result.timedOut)
         return responseOf(

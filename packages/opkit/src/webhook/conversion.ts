@@ -12,6 +12,7 @@
 import type { KindRef, KubeObject, ObjectMeta } from "../client/types.ts";
 import { WebhookDefinitionError } from "./admission.ts";
 import type { ConversionRequest, ConversionResponse } from "./review.ts";
+import { errorMessage } from "../client/errors.ts";
 
 /** What conversion needs to know of a version of the kind; `defineKind` results have all of it. */
 export interface ConversionKind<T extends KubeObject = KubeObject> extends KindRef<T> {
@@ -165,7 +166,7 @@ export function conversion<H extends KubeObject, S extends readonly KubeObject[]
         body = spoke[fn](input);
       } catch (err) {
         throw new ConversionError(
-          `${fn} of ${spoke.kind.version} failed for ${describe(input)}: ${err instanceof Error ? err.message : String(err)}`,
+          `${fn} of ${spoke.kind.version} failed for ${describe(input)}: ${errorMessage(err)}`,
           { cause: err },
         );
       }
@@ -194,7 +195,7 @@ export function conversion<H extends KubeObject, S extends readonly KubeObject[]
         return {
           uid: req.uid,
           convertedObjects: [],
-          result: { status: "Failure", message: err instanceof Error ? err.message : String(err) },
+          result: { status: "Failure", message: errorMessage(err) },
         };
       }
     },

@@ -37,6 +37,7 @@ import {
   decodeAdmissionReview,
   decodeConversionReview,
 } from "./review.ts";
+import { errorMessage } from "../client/errors.ts";
 
 /** Any handler the server can serve. */
 export type WebhookHandler = AdmissionWebhook | ConversionWebhook;
@@ -217,7 +218,7 @@ export class WebhookServer {
     } catch (err) {
       throw new CertificateError(
         `${this.files.certFile} and ${this.files.keyFile}`,
-        `do not hold a usable PEM certificate and matching key (${err instanceof Error ? err.message : String(err)})`,
+        `do not hold a usable PEM certificate and matching key (${errorMessage(err)})`,
         { cause: err },
       );
     }
@@ -262,7 +263,7 @@ export class WebhookServer {
       // Usually a rotation in progress (the new certificate beside the old key): keep serving the old
       // pair and try again on the next connection.
       this.logger?.warn(
-        { certFile: this.files.certFile, err: err instanceof Error ? err.message : String(err) },
+        { certFile: this.files.certFile, err: errorMessage(err) },
         "webhook certificate changed but cannot be loaded yet; still serving the previous one",
       );
     }
@@ -367,9 +368,7 @@ export class WebhookServer {
     } catch (err) {
       const known = err instanceof RequestError || err instanceof MalformedReviewError;
       code = err instanceof RequestError ? err.code : known ? 400 : 500;
-      const message = known
-        ? err.message
-        : `internal error: ${err instanceof Error ? err.message : String(err)}`;
+      const message = known ? err.message : `internal error: ${errorMessage(err)}`;
       log.error = message;
       if (!res.headersSent) {
         // An oversized or broken body may still be arriving: answer, then close the connection instead

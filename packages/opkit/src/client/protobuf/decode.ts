@@ -164,6 +164,7 @@ function emptyTest(f: Field, v: string): string {
 
 /** The source of message `id`'s decoder, named m<id>; adds the messages it uses to `todo`. */
 function messageSource(id: number, todo: number[]): string {
+  // Long on purpose: one template of generated code, read top to bottom as the decoder it emits.
   const fs = fields(id);
   const cases: string[] = [];
   const vars = fs.map((_, i) => `v${i}`);
