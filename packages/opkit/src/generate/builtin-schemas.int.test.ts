@@ -147,7 +147,9 @@ describe("built-in schemas on the API server", () => {
   let env: TestEnv;
   let ns: string;
   let openApi: Awaited<ReturnType<typeof fetchBuiltinOpenApi>>;
-  const crds = [AppService, WebApp, Memcached, HandWritten, ...everyKinds.map((e) => e.kind)].map(crdFor);
+  const crds = [AppService, WebApp, Memcached, HandWritten, ...everyKinds.map((e) => e.kind)].map((k) =>
+    crdFor(k),
+  );
 
   before(async () => {
     env = await useTestEnv();
