@@ -38,7 +38,7 @@ for (const name of projects)
   test(`${name}: the generated files are up to date`, () => {
     const r = spawnSync(
       process.execPath,
-      ["--conditions=opkit-source", cli, "generate", "--check", join(operators, name)],
+      ["--conditions=opkit-source", cli, "generate", "--check", "--dir", join(operators, name)],
       { encoding: "utf8", timeout: 120_000 },
     );
     assert.equal(r.status, 0, `${r.stderr}(in operators/${name})`);
