@@ -6,7 +6,7 @@
  */
 import { Command } from "commander";
 import { existsSync } from "node:fs";
-import { cp, mkdtemp, readFile, readdir, rm, stat } from "node:fs/promises";
+import { cp, mkdtemp, readFile, readdir, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import {
@@ -38,7 +38,6 @@ import {
   webhookDnsNames,
   webhookServiceRef,
   writeHelmChart,
-  writeIfChanged,
   writeKustomize,
   type CustomResourceDefinition,
 } from "opkit/generate";
@@ -404,6 +403,11 @@ export function generateCommands(): Command[] {
     });
 
   return [generate, deploy, undeploy];
+}
+
+/** Write a project file only when its content differs, so an unchanged project keeps its timestamps. */
+async function writeIfChanged(path: string, content: string): Promise<void> {
+  if ((await readFile(path, "utf8").catch(() => undefined)) !== content) await writeFile(path, content);
 }
 
 /** Whether the project's package.json defines the npm script `name`. */

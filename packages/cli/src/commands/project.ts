@@ -361,8 +361,9 @@ async function createForeignController(
       lower,
       apiVersion: `${group}/${opts.version}`,
       ref,
-      refImport: `import { ${ref} } from "../${from}";`,
-      refImportFromTest: `import { ${ref} } from "../src/${from}";`,
+      opkitImports: [],
+      refDecl: `import { ${ref} } from "../${from}";\n`,
+      refDeclFromTest: `import { ${ref} } from "../src/${from}";\n`,
       clusterScoped: crd.spec.scope === "Cluster",
     };
   } else {
@@ -378,12 +379,9 @@ async function createForeignController(
       lower,
       apiVersion,
       ref: constant ?? opts.kind,
-      refImport: constant
-        ? `import { ${constant} } from "opkit";`
-        : `import { kindRef } from "opkit";\n\nconst ${opts.kind} = kindRef("${apiVersion}", "${opts.kind}");`,
-      refImportFromTest: constant
-        ? `import { ${constant} } from "opkit";`
-        : `import { kindRef } from "opkit";\n\nconst ${opts.kind} = kindRef("${apiVersion}", "${opts.kind}");`,
+      opkitImports: [constant ?? "kindRef"],
+      refDecl: constant ? "" : `\nconst ${opts.kind} = kindRef("${apiVersion}", "${opts.kind}");\n`,
+      refDeclFromTest: constant ? "" : `\nconst ${opts.kind} = kindRef("${apiVersion}", "${opts.kind}");\n`,
       clusterScoped: known.scope === "Cluster",
       sample: sampleObject(apiVersion, opts.kind),
     };

@@ -439,10 +439,12 @@ export interface ForeignKindVars {
   apiVersion: string;
   /** The constant the controller uses, e.g. `Deployments`. */
   ref: string;
-  /** The import line(s) that bring `ref` into a file under src/controllers/. */
-  refImport: string;
-  /** The same import, from a file under test/. */
-  refImportFromTest: string;
+  /** Names imported from "opkit" to have `ref` (e.g. `Deployments`, or `kindRef`). */
+  opkitImports: string[];
+  /** What else brings `ref` into a file under src/controllers/ (an import or a declaration), if anything. */
+  refDecl: string;
+  /** The same, from a file under test/. */
+  refDeclFromTest: string;
   clusterScoped: boolean;
   /** A minimal valid object of the kind for the test (JSON), or undefined when unknown. */
   sample?: string;
@@ -454,9 +456,8 @@ export function foreignControllerTs(k: ForeignKindVars): string {
  * The ${k.kind} controller: reconciles ${k.apiVersion} ${k.kind} objects, which this project does not
  * define. Its generated RBAC reads them and writes Events; a write to a ${k.kind} is declared below.
  */
-import { controller } from "opkit";
-${k.refImport}
-
+import { ${["controller", ...k.opkitImports].join(", ")} } from "opkit";
+${k.refDecl}
 export function ${k.lower}Controller() {
   return controller("${k.lower}")
     .for(${k.ref})
@@ -484,10 +485,9 @@ export function foreignKindTestTs(k: ForeignKindVars): string {
   return `/** The ${k.kind} controller against a real local control plane (opkit env). */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { EventsV1, Manager, type KubeObject } from "opkit";
+import { ${["EventsV1", "Manager", ...k.opkitImports, "type KubeObject"].join(", ")} } from "opkit";
 import { eventually, useTestEnv } from "opkit/testenv";
-${k.refImportFromTest}
-import { ${k.lower}Controller } from "../src/controllers/${k.lower}.ts";
+${k.refDeclFromTest}import { ${k.lower}Controller } from "../src/controllers/${k.lower}.ts";
 
 test("a ${k.kind} is reconciled", async (t) => {
   const env = await useTestEnv();

@@ -80,7 +80,7 @@ export {
   type WatchEvent,
   type WatchEventType,
 } from "./types.ts";
-export { groupOf, kindScope, knownKind, registerKind, type KindScope, type KnownKind } from "./scopes.ts";
+export { groupOf, kindScope, knownKind, type KindScope, type KnownKind } from "./scopes.ts";
 export {
   LabelSelectorError,
   formatLabelSelector,

@@ -220,20 +220,18 @@ function flattenUnion(ctx: Ctx, path: string, node: Json): Json {
   return fail(ctx, path, `a union of ${JSON.stringify(types)} is not a structural schema: ${hint}`);
 }
 
-/** Convert one TypeBox node into a structural JSONSchemaProps node. */
-function convert(ctx: Ctx, path: string, input: unknown): JSONSchemaProps {
-  if (!isRecord(input)) fail(ctx, path, `expected a schema object, got ${JSON.stringify(input)}`);
+/**
+ * The node as plain JSON Schema in the forms the rest of the conversion expects: TypeBox markers and
+ * meaningless keywords dropped, an embedded ObjectMeta restricted, unions flattened, a type list reduced
+ * to one type, `const` as an enum.
+ */
+function normalize(ctx: Ctx, path: string, input: Json): Json {
+  const source = isBuiltinSchema(input) && isObjectMeta(input) ? embeddedObjectMeta(input) : input;
   // Enumerable own keys only: TypeBox keeps its markers (`~kind`, `~optional`) non-enumerable.
-  const builtin = isBuiltinSchema(input);
-  const source = builtin && isObjectMeta(input) ? embeddedObjectMeta(input) : input;
   let node: Json = {};
   for (const [k, v] of Object.entries(source)) if (!k.startsWith("~") && !IGNORED_KEYS.has(k)) node[k] = v;
-  // Below an embedded built-in schema every field is built-in too.
-  const inner: Ctx = builtin && !ctx.inBuiltin ? { ...ctx, inBuiltin: true } : ctx;
-
-  const intOrString = node["x-kubernetes-int-or-string"] === true;
-  if (Array.isArray(node.anyOf) && !intOrString) node = flattenUnion(ctx, path, node);
-
+  if (Array.isArray(node.anyOf) && node["x-kubernetes-int-or-string"] !== true)
+    node = flattenUnion(ctx, path, node);
   // A list of types (draft-2020 `type: ["string", "null"]`).
   if (Array.isArray(node.type)) {
     const types = (node.type as unknown[]).filter((t) => t !== "null");
@@ -247,7 +245,11 @@ function convert(ctx: Ctx, path: string, input: unknown): JSONSchemaProps {
     delete node.const;
   }
   if (Array.isArray(node.enum) && node.type === undefined) node.type = enumType(ctx, path, node.enum);
+  return node;
+}
 
+/** Every keyword must be one the server knows; a node needs a type (or keeps unknown fields). */
+function checkKeywordsAndType(ctx: Ctx, path: string, node: Json, out: Json): void {
   for (const key of Object.keys(node)) {
     const reason = UNSUPPORTED[key];
     if (reason) fail(ctx, path, `${key}: ${reason}`);
@@ -258,9 +260,7 @@ function convert(ctx: Ctx, path: string, input: unknown): JSONSchemaProps {
     )
       fail(ctx, path, `"${key}" is not a keyword the API server knows; remove it (or use a description)`);
   }
-
-  const out: Json = { ...node };
-  if (intOrString) {
+  if (node["x-kubernetes-int-or-string"] === true) {
     if (node.type !== undefined)
       fail(ctx, path, "an int-or-string field must not set type; use intOrString() alone");
     hoistIntOrString(ctx, path, node, out);
@@ -279,8 +279,10 @@ function convert(ctx: Ctx, path: string, input: unknown): JSONSchemaProps {
     !["object", "array", ...SCALAR_TYPES].includes(node.type)
   )
     fail(ctx, path, `type "${node.type}" is not a JSON type the server knows`);
+}
 
-  // JSON Schema draft 2020 bounds are numbers; OpenAPI v3 (the server) wants a boolean next to min/max.
+/** JSON Schema draft 2020 bounds are numbers; OpenAPI v3 (the server) wants a boolean next to min/max. */
+function convertBounds(ctx: Ctx, path: string, node: Json, out: Json): void {
   for (const [ex, bound, stricter] of [
     ["exclusiveMinimum", "minimum", (a: number, b: number) => a >= b],
     ["exclusiveMaximum", "maximum", (a: number, b: number) => a <= b],
@@ -296,16 +298,10 @@ function convert(ctx: Ctx, path: string, input: unknown): JSONSchemaProps {
       fail(ctx, path, `${ex} must be a number`);
     }
   }
+}
 
-  if (node.type === "object" || node.properties || node.patternProperties || node.additionalProperties) {
-    convertObject(inner, path, node, out);
-  } else if (node.required !== undefined) {
-    fail(ctx, path, "required only applies to objects");
-  }
-  if (node.type === "array") convertArray(inner, path, node, out);
-  else if (node.items !== undefined)
-    fail(ctx, path, `items only applies to arrays, but the type is ${String(node.type)}`);
-
+/** The Kubernetes extensions apply to one type each; CEL rules keep only the fields the server knows. */
+function checkExtensions(ctx: Ctx, path: string, node: Json, out: Json): void {
   if (node["x-kubernetes-embedded-resource"] === true && node.type !== "object")
     fail(ctx, path, "an embedded resource must have type object; use embeddedResource()");
   if (node["x-kubernetes-list-type"] !== undefined && node.type !== "array")
@@ -323,6 +319,26 @@ function convert(ctx: Ctx, path: string, input: unknown): JSONSchemaProps {
       return rule;
     });
   }
+}
+
+/** Convert one TypeBox node into a structural JSONSchemaProps node. */
+function convert(ctx: Ctx, path: string, input: unknown): JSONSchemaProps {
+  if (!isRecord(input)) fail(ctx, path, `expected a schema object, got ${JSON.stringify(input)}`);
+  const node = normalize(ctx, path, input);
+  // Below an embedded built-in schema every field is built-in too.
+  const inner: Ctx = isBuiltinSchema(input) && !ctx.inBuiltin ? { ...ctx, inBuiltin: true } : ctx;
+  const out: Json = { ...node };
+  checkKeywordsAndType(ctx, path, node, out);
+  convertBounds(ctx, path, node, out);
+  if (node.type === "object" || node.properties || node.patternProperties || node.additionalProperties) {
+    convertObject(inner, path, node, out);
+  } else if (node.required !== undefined) {
+    fail(ctx, path, "required only applies to objects");
+  }
+  if (node.type === "array") convertArray(inner, path, node, out);
+  else if (node.items !== undefined)
+    fail(ctx, path, `items only applies to arrays, but the type is ${String(node.type)}`);
+  checkExtensions(ctx, path, node, out);
   if (node.default !== undefined) checkDefault(ctx, path, input, node.default);
   if (ctx.inBuiltin && !ctx.builtinDescriptions) delete out.description;
   return ordered(out);

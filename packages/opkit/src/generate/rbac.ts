@@ -11,7 +11,7 @@ import { defaultPlural } from "../api/kind.ts";
 import type { ResourceMapping } from "../client/mapping.ts";
 import type { ControllerPermission, ExtraPolicyRule, PolicyRule } from "../client/builtins.ts";
 
-export type { ExtraPolicyRule, PolicyRule };
+export type { ControllerPermission, ExtraPolicyRule, PolicyRule };
 
 /** What RBAC needs to know about a kind: its API group, plural resource and scope. */
 export interface ResolvedKind {
