@@ -5,13 +5,16 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
 import { buildCommand } from "./commands/build.ts";
 import { envCommand } from "./commands/env.ts";
-import { generateCommands } from "./commands/generate.ts";
+import { generateCommands, generateProject } from "./commands/generate.ts";
 import { operatorCommands } from "./commands/operator.ts";
-import { checkBool, projectCommands } from "./commands/project.ts";
+import { checkBool, createApi, initProject, projectCommands } from "./commands/project.ts";
 import { topCommand } from "./commands/top.ts";
 
 function all(cmds: readonly Command[]): Command[] {
@@ -89,4 +92,75 @@ test("opkit --version prints the CLI and library versions; create api --version 
   );
   assert.match(api.stderr, /"one" is not a Kubernetes API version/);
   assert.doesNotMatch(api.stdout, /opkit CLI/);
+});
+
+test("create api --resource=false --from-crd: a controller for another project's kind, RBAC read-only", async (t) => {
+  const checkout = fileURLToPath(new URL("../../..", import.meta.url));
+  mkdirSync(join(checkout, ".opkit"), { recursive: true });
+  const work = await mkdtemp(join(checkout, ".opkit", "from-crd-"));
+  t.after(() => rm(work, { recursive: true, force: true }));
+  const root = await initProject(join(work, "certs-op"), {
+    domain: "my.domain",
+    link: true,
+    install: false,
+    onNote: () => {},
+  });
+  const crd = join(work, "certificates.yaml");
+  writeFileSync(
+    crd,
+    `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: certificates.cert-manager.io
+spec:
+  group: cert-manager.io
+  names: { kind: Certificate, plural: certificates, listKind: CertificateList, singular: certificate }
+  scope: Namespaced
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema:
+          type: object
+          properties:
+            spec: { type: object, properties: { secretName: { type: string } } }
+`,
+  );
+  const notes: string[] = [];
+  const opts = {
+    group: "cert-manager.io",
+    version: "v1",
+    kind: "Certificate",
+    resource: false,
+    fromCrd: crd,
+  };
+  const files = await createApi(root, { ...opts, onNote: (n) => notes.push(n) });
+  assert.deepEqual(files.sort(), [
+    "crds/certificates.cert-manager.io.yaml",
+    "src/api/external/certificates.cert-manager.io.ts",
+    "src/controllers/certificate.ts",
+    "test/certificate.int.test.ts",
+  ]);
+  assert.match(readFileSync(join(root, "src/controllers/certificate.ts"), "utf8"), /\.for\(CertificateV1\)/);
+  await generateProject(root, { onWarning: () => {} });
+  const rbac = readFileSync(join(root, "config/rbac.yaml"), "utf8");
+  assert.match(
+    rbac,
+    /- cert-manager\.io\n {4}resources:\n {6}- certificates\n {4}verbs:\n {6}- get\n {6}- list\n {6}- watch\n/,
+  );
+  // Scaffolding it again names the files and the way out.
+  await assert.rejects(
+    createApi(root, opts),
+    /src\/controllers\/certificate\.ts.* exist already: pass --force/,
+  );
+  // A kind the CRD does not define, or a version it does not serve, is refused naming the flag.
+  await assert.rejects(
+    createApi(root, { ...opts, kind: "Issuer" }),
+    /--from-crd .*no CustomResourceDefinition of kind Issuer/,
+  );
+  await assert.rejects(
+    createApi(root, { ...opts, version: "v2" }),
+    /--version v2: the CRD of Certificate serves v1/,
+  );
 });
