@@ -279,7 +279,7 @@ try {
   );
   console.log(`  ${kubectl} get events -n ${namespace} --sort-by=.lastTimestamp`);
   console.log(
-    `  npx opkit run operators/appservice -- --kubeconfig ${cp.kubeconfigPath}   # run one yourself`,
+    `  npx opkit run --dir operators/appservice -- --kubeconfig ${cp.kubeconfigPath}   # run one yourself`,
   );
   if (keep)
     console.log(

@@ -28,8 +28,6 @@ export default defineOperator({
     (ctx) => watcherController(JobWatcher, { tally: tallyOf(ctx) }),
     (ctx) => watcherController(ClusterJobWatcher, { tally: tallyOf(ctx) }),
   ],
-  // Deleting is the point; nothing else is written to Jobs.
-  extraRules: [{ apiGroups: ["batch"], resources: ["jobs"], verbs: ["delete"] }],
   // The same check as the controller's, at admission: an invalid pattern is refused at `kubectl apply`
   // with the field named. The controller keeps checking, since the webhook may not be installed.
   // cert-manager provides the serving certificate in clusters: the generated manifests hold no key.

@@ -53,9 +53,4 @@ export default defineOperator({
       return schedulerController(profiles);
     },
   ],
-  extraRules: [
-    // Binding is the scheduler's one write to a pod's placement; the condition says why it could not.
-    { apiGroups: [""], resources: ["pods/binding"], verbs: ["create"] },
-    { apiGroups: [""], resources: ["pods/status"], verbs: ["patch"] },
-  ],
 });

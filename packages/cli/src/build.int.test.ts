@@ -47,6 +47,7 @@ describe("opkit build", () => {
       "--conditions=opkit-source",
       cli,
       "build",
+      "--dir",
       appservice,
       "--out-dir",
       OUT,

@@ -4,6 +4,7 @@
  */
 import { Command } from "commander";
 import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { buildCommand } from "./commands/build.ts";
 import { envCommand } from "./commands/env.ts";
 import { generateCommands } from "./commands/generate.ts";
@@ -15,11 +16,23 @@ import { topCommand } from "./commands/top.ts";
 const { version } = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as {
   version: string;
 };
+// The library this CLI runs with (a project's own opkit can differ; `npm ls opkit` shows that one).
+const library = (
+  JSON.parse(readFileSync(createRequire(import.meta.url).resolve("opkit/package.json"), "utf8")) as {
+    version: string;
+  }
+).version;
 
 const program = new Command("opkit")
   .description("opkit — write, test, ship and run Kubernetes operators in TypeScript")
-  // `--version` belongs to `create api` (the API version, as in kubebuilder); the CLI's own is -V.
-  .version(version, "-V, --cli-version")
+  // Positional options: `--version` before a subcommand is the program's; after `create api` it is
+  // the API version (as in kubebuilder), so no subcommand option shadows the program's.
+  .version(
+    `opkit CLI ${version}\nopkit library ${library}`,
+    "-V, --version",
+    "print the CLI and library versions",
+  )
+  .helpOption("-h, --help", "show help")
   .enablePositionalOptions()
   .showHelpAfterError();
 

@@ -16,7 +16,7 @@ import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { isAlias, isNode, parse, parseAllDocuments, visit } from "yaml";
-import { kindRef, type KubeObject } from "opkit";
+import { Namespaces, kindRef, type KubeObject } from "opkit";
 import { NONROOT_UID } from "opkit/generate";
 import {
   TEST_ENV_VARIABLE,
@@ -349,7 +349,15 @@ describe("a new operator project, as a new user makes it", () => {
     run.kill("SIGTERM");
     assert.equal(await out.exited, 0, out.text());
 
-    const deploy = opkit(["deploy", "--dry-run", "--kubeconfig", env.kubeconfigPath], project);
+    // A dry run changes nothing, so objects in a namespace that does not exist yet cannot be checked:
+    // with the namespace there, every object is.
+    await env.client.create({
+      apiVersion: "v1",
+      kind: "Namespace",
+      metadata: { name: "memcached-operator-system" },
+    });
+    t.after(() => env.client.delete(Namespaces, "memcached-operator-system").catch(() => {}));
+    const deploy = opkit(["deploy", "--dry-run", "--strict", "--kubeconfig", env.kubeconfigPath], project);
     assert.equal(deploy.code, 0, deploy.stderr);
     assert.match(deploy.stdout, /deployment\/memcached-operator valid \(server dry-run\)/);
     assert.match(deploy.stdout, /clusterrole\/memcached-operator valid/);

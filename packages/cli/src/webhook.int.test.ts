@@ -68,7 +68,7 @@ describe("webhooks in a new project", () => {
     assert.equal(api.code, 0, api.stderr);
 
     const hooks = opkit(
-      ["create", "webhook", "--kind", "Guestbook", "--validation", "--defaulting"],
+      ["create", "webhook", "--kind", "Guestbook", "--programmatic-validation", "--defaulting"],
       project,
     );
     assert.equal(hooks.code, 0, hooks.stderr);
@@ -100,7 +100,10 @@ describe("webhooks in a new project", () => {
     const again = opkit(["create", "webhook", "--kind", "Guestbook", "--conversion"], project);
     assert.match(again.stderr, /guestbook-conversion.ts exists already/);
     const none = opkit(["create", "webhook", "--kind", "Guestbook"], project);
-    assert.match(none.stderr, /say which webhooks to add: --validation, --defaulting and\/or --conversion/);
+    assert.match(
+      none.stderr,
+      /say which webhooks to add: --programmatic-validation, --defaulting and\/or --conversion/,
+    );
 
     const gen = opkit(["generate"], project);
     assert.equal(gen.code, 0, gen.stderr);
@@ -211,7 +214,13 @@ describe("webhooks in a new project", () => {
     await assert.rejects(env.client.get(Validating, "guestbook-operator-local"), NotFoundError);
     assert.equal((await env.client.get(Crds, CRD)).spec.conversion?.strategy, "None");
 
-    const deploy = opkit(["deploy", "--dry-run", "--kubeconfig", env.kubeconfigPath], project);
+    // Objects in a namespace that does not exist yet cannot be dry-run: create it, then all are checked.
+    await env.client.create({
+      apiVersion: "v1",
+      kind: "Namespace",
+      metadata: { name: "guestbook-operator-system" },
+    });
+    const deploy = opkit(["deploy", "--dry-run", "--strict", "--kubeconfig", env.kubeconfigPath], project);
     assert.equal(deploy.code, 0, deploy.stderr);
     assert.match(
       deploy.stdout,

@@ -37,6 +37,8 @@ export function jobController(opts: JobControllerOptions) {
     .for(Jobs, { predicates: [finishedJobs] })
     .watches(JobWatcher, (w) => seen.requests(w.metadata.namespace ?? ""), specChanges)
     .watches(ClusterJobWatcher, () => seen.requests(), specChanges)
+    // Deleting is the point; nothing else is written to Jobs.
+    .rbac([{ kind: Jobs, verbs: ["delete"] }])
     .withOptions({ maxConcurrent: 4 })
     .reconcile(async (req, ctx) => {
       const namespace = req.namespace ?? "";

@@ -163,6 +163,11 @@ export function schedulerController(profiles: readonly Profile[]) {
       // Bindings are round trips: several in flight, as kube-scheduler binds asynchronously. Decisions stay
       // one at a time (each is synchronous up to its assumption).
       .withOptions({ maxConcurrent: BINDING_WORKERS })
+      // Binding is the scheduler's one write to a pod's placement; the condition says why it could not.
+      .rbac([
+        { kind: Pods, verbs: ["create"], subresource: "binding" },
+        { kind: Pods, verbs: ["patch"], subresource: "status" },
+      ])
       .watches(Nodes, (_node, { cache }) => pending(cache), {
         predicates: [nodeSchedulingChanged],
       })

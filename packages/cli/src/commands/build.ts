@@ -110,18 +110,18 @@ export async function buildOperator(dir: string, opts: BuildOptions = {}): Promi
   }
 }
 
-/** `opkit build [dir]`. */
+/** `opkit build --dir <dir>`. */
 export function buildCommand(): Command {
   return new Command("build")
     .description(
       "bundle the operator into dist/ (what its container image runs): starts with about half the CPU and less memory than running src/main.ts",
     )
-    .argument("[dir]", "project directory", ".")
+    .option("--dir <dir>", "project directory", ".")
     .option("--out-dir <dir>", "output directory inside the project", "dist")
     .option("--entry <file>", "entry file", "src/main.ts")
     .option("--minify", "minify the bundle")
-    .action(async (dir: string, o: { outDir: string; entry: string; minify?: boolean }) => {
-      const files = await buildOperator(dir, o);
+    .action(async (o: { dir: string; outDir: string; entry: string; minify?: boolean }) => {
+      const files = await buildOperator(o.dir, o);
       for (const f of files.filter((f) => !f.endsWith(".map"))) console.log(`wrote ${f}`);
     });
 }

@@ -166,8 +166,9 @@ export function envCommand(): Command {
     });
 
   env
-    .command("logs <component>")
+    .command("logs")
     .description(`print a component's log (${COMPONENTS.join(", ")})`)
+    .argument("<component>", `the component: ${COMPONENTS.join(", ")}`)
     .option(...nameOpt)
     .action(async (c: string, o: { name: string }) => {
       const { readFile } = await import("node:fs/promises");
@@ -176,8 +177,9 @@ export function envCommand(): Command {
 
   for (const verb of ["restart", "stop", "start"] as const) {
     env
-      .command(`${verb} <component>`)
+      .command(verb)
       .description(`${verb} one component, keeping its ports and data (fault injection)`)
+      .argument("<component>", `the component: ${COMPONENTS.join(", ")}`)
       .option(...nameOpt)
       .action(async (c: string, o: { name: string }) => {
         const cp = new ControlPlane(o.name);
@@ -207,7 +209,7 @@ export function envCommand(): Command {
       "run the kubectl built with the control plane against the environment: opkit env kubectl -- get pods",
     )
     .option(...nameOpt)
-    .argument("[args...]")
+    .argument("[args...]", "kubectl's arguments, after --, e.g. -- get pods -A")
     .allowUnknownOption()
     .action(async (args: string[], o: { name: string }) => {
       const cp = new ControlPlane(o.name);

@@ -6,12 +6,14 @@
  */
 import { Command } from "commander";
 import { existsSync } from "node:fs";
-import { cp, mkdtemp, readFile, readdir, rm, stat } from "node:fs/promises";
+import { cp, mkdtemp, readFile, readdir, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import {
   KubeClient,
+  Namespaces,
   NotFoundError,
+  UnknownKindError,
   DEFAULT_HEALTH_PORT,
   DEFAULT_METRICS_PORT,
   DEFAULT_WEBHOOK_PORT,
@@ -23,8 +25,11 @@ import {
 } from "opkit";
 import type { KindDefinition } from "opkit";
 import {
+  CLIENT_SIDE_APPLY_LIMIT,
+  appliedSize,
   builtinResolver,
   crdsFor,
+  crdsFromYaml,
   dockerfile,
   dockerignore,
   manifestsFor,
@@ -33,8 +38,8 @@ import {
   webhookDnsNames,
   webhookServiceRef,
   writeHelmChart,
-  writeIfChanged,
   writeKustomize,
+  type CustomResourceDefinition,
 } from "opkit/generate";
 import { crdCommand } from "./crd.ts";
 import { loadOperator } from "./operator.ts";
@@ -54,6 +59,26 @@ export interface GenerateOptions {
   webhookCerts?: WebhookCertsMode;
   /** The project directory (for the opkit-generated webhook certificate). */
   dir?: string;
+  /** Receives warnings, e.g. a CRD too large for client-side apply (default: stderr). */
+  onWarning?: (warning: string) => void;
+}
+
+/**
+ * A warning per CRD too large for client-side `kubectl apply` (which copies the object into an
+ * annotation of at most 256 KiB), naming the kind and size and what to do.
+ */
+export function crdSizeWarnings(objects: readonly KubeObject[]): string[] {
+  const out: string[] = [];
+  for (const o of objects) {
+    if (o.kind !== "CustomResourceDefinition") continue;
+    const crd = o as unknown as CustomResourceDefinition;
+    const size = appliedSize(crd);
+    if (size <= CLIENT_SIDE_APPLY_LIMIT) continue;
+    out.push(
+      `the CRD of ${crd.spec.names.kind} (${crd.metadata.name}) is ${(size / 1024).toFixed(0)} KiB, more than the 256 KiB client-side \`kubectl apply\` can store in its last-applied annotation: apply it with \`kubectl apply --server-side\` (or \`opkit deploy\`), or make it smaller (embed fewer built-in types, leave out their descriptions, or keep only the fields the kind needs)`,
+    );
+  }
+  return out;
 }
 
 export function checkWebhookCerts(v: string): WebhookCertsMode {
@@ -81,6 +106,19 @@ async function webhookInput(op: OperatorDefinition, namespace: string, opts: Gen
   };
 }
 
+/**
+ * The CRDs of other projects' kinds the project reconciles (`create api --resource=false --from-crd`
+ * keeps them in crds/): the generated RBAC resolves those kinds with them. Not deployed.
+ */
+async function foreignCrds(project: string): Promise<KubeObject[]> {
+  const dir = join(project, "crds");
+  if (!existsSync(dir)) return [];
+  const out: KubeObject[] = [];
+  for (const f of (await readdir(dir)).filter((f) => /\.ya?ml$/.test(f)).sort())
+    out.push(...(crdsFromYaml(await readFile(join(dir, f), "utf8")) as unknown as KubeObject[]));
+  return out;
+}
+
 /** The complete object set of a project, in apply order (CRDs and namespace first). */
 export async function projectObjects(
   op: OperatorDefinition,
@@ -95,9 +133,10 @@ export async function projectObjects(
     extraRules: op.extraRules,
     leaderElection: true,
     watchNamespace: op.watchNamespace,
-    resolve: builtinResolver(
-      defs.map((d) => ({ group: d.group, plural: d.plural, scope: d.scope, kind: d.kind })),
-    ),
+    resolve: builtinResolver([
+      ...defs.map((d) => ({ group: d.group, plural: d.plural, scope: d.scope, kind: d.kind })),
+      ...(await foreignCrds(resolve(opts.dir ?? "."))),
+    ]),
     ownKinds: defs.map((d) => ({ apiVersion: d.apiVersion, kind: d.kind })),
   });
   return manifestsFor({
@@ -157,6 +196,8 @@ export async function generateProject(
   const root = resolve(opts.out ?? project);
   const op = await loadOperator(project);
   const objects = await projectObjects(op, { ...opts, dir: project });
+  const warn = opts.onWarning ?? ((w: string) => process.stderr.write(`opkit generate: warning: ${w}\n`));
+  for (const w of crdSizeWarnings(objects)) warn(w);
   const before = await snapshot(root);
   const monitoring = { name: op.name, namespace: op.namespace ?? `${op.name}-system` };
   await writeKustomize(join(root, "config"), objects, monitoringFiles(monitoring));
@@ -199,22 +240,71 @@ export async function staleGeneratedFiles(dir: string, opts: GenerateOptions = {
   }
 }
 
-async function applyAll(
-  objects: KubeObject[],
-  kubeconfig: string | undefined,
-  dryRun: boolean,
-): Promise<void> {
+async function applyAll(objects: KubeObject[], kubeconfig: string | undefined): Promise<void> {
   const client = await KubeClient.load({ kubeconfig, fieldManager: "opkit-cli" });
   try {
     for (const obj of objects) {
-      await client.apply(obj, { force: true, dryRun });
-      console.log(
-        `${obj.kind?.toLowerCase()}/${obj.metadata.name} ${dryRun ? "valid (server dry-run)" : "applied"}`,
-      );
+      await client.apply(obj, { force: true });
+      console.log(`${obj.kind?.toLowerCase()}/${obj.metadata.name} applied`);
     }
   } finally {
     await client.close();
   }
+}
+
+/** `deploy --dry-run --strict` found objects the API server could not check. */
+export class UncheckedObjectsError extends Error {
+  /** `kind/name: why`, one per object. */
+  readonly objects: readonly string[];
+  constructor(objects: readonly string[]) {
+    super(
+      `--strict: ${objects.length} object(s) could not be checked by a server-side dry run: ${objects.join("; ")}; create what they need first, or drop --strict`,
+    );
+    this.name = "UncheckedObjectsError";
+    this.objects = objects;
+  }
+}
+
+/**
+ * Send every object with dryRun=All, the Namespace included, so nothing is changed. An object in a
+ * namespace that does not exist yet, or of a kind whose CRD is not installed yet, cannot be checked
+ * (the server refuses it for that reason alone): it is reported, and is an error only with `strict`.
+ * Returns the unchecked objects.
+ */
+export async function dryRunAll(
+  objects: readonly KubeObject[],
+  opts: { kubeconfig?: string; strict?: boolean; log?: (line: string) => void } = {},
+): Promise<string[]> {
+  const log = opts.log ?? ((l: string) => console.log(l));
+  const client = await KubeClient.load({ kubeconfig: opts.kubeconfig, fieldManager: "opkit-cli" });
+  const unchecked: string[] = [];
+  try {
+    const missing = new Set<string>();
+    for (const ns of new Set(objects.map((o) => o.metadata.namespace).filter((n) => n !== undefined)))
+      if (!(await client.getOptional(Namespaces, ns))) missing.add(ns);
+    for (const obj of objects) {
+      const name = `${obj.kind?.toLowerCase()}/${obj.metadata.name}`;
+      const ns = obj.metadata.namespace;
+      let why: string | undefined;
+      if (ns !== undefined && missing.has(ns)) why = `namespace ${ns} does not exist yet`;
+      else
+        try {
+          await client.apply(obj, { force: true, dryRun: true });
+        } catch (err) {
+          if (!(err instanceof UnknownKindError)) throw err;
+          why = `kind ${obj.kind} is not served yet (its CRD is not installed)`;
+        }
+      if (why === undefined) log(`${name} valid (server dry-run)`);
+      else {
+        log(`${name} not checkable: ${why}`);
+        unchecked.push(`${name}: ${why}`);
+      }
+    }
+  } finally {
+    await client.close();
+  }
+  if (unchecked.length > 0 && opts.strict) throw new UncheckedObjectsError(unchecked);
+  return unchecked;
 }
 
 export function generateCommands(): Command[] {
@@ -222,7 +312,7 @@ export function generateCommands(): Command[] {
     .description(
       "write CRDs, RBAC, manifests (config/), a Helm chart (chart/) and a Dockerfile from src/operator.ts",
     )
-    .argument("[dir]", "project directory", ".")
+    .option("--dir <dir>", "project directory", ".")
     .option("--image <image>", "image for the Deployment (default: the operator's image or <name>:latest)")
     .option(
       "--webhook-certs <mode>",
@@ -230,7 +320,8 @@ export function generateCommands(): Command[] {
       checkWebhookCerts,
     )
     .option("--check", "write nothing; fail naming the files that generate would change (for CI)")
-    .action(async (dir: string, o: { image?: string; webhookCerts: WebhookCertsMode; check?: boolean }) => {
+    .action(async (o: { dir: string; image?: string; webhookCerts: WebhookCertsMode; check?: boolean }) => {
+      const dir = o.dir;
       if (o.check) {
         const stale = await staleGeneratedFiles(dir, o);
         if (stale.length) throw new StaleGeneratedFilesError(stale);
@@ -246,45 +337,49 @@ export function generateCommands(): Command[] {
 
   const deploy = new Command("deploy")
     .description("apply the project's CRDs, RBAC and Deployment to the current cluster")
-    .argument("[dir]", "project directory", ".")
+    .option("--dir <dir>", "project directory", ".")
     .option("--kubeconfig <path>", "kubeconfig (default: standard loading rules)")
     .option("--image <image>", "image for the Deployment")
-    .option("--dry-run", "validate every object with a server-side dry run; change nothing")
+    .option(
+      "--dry-run",
+      "validate every object with a server-side dry run (dryRun=All, the Namespace too); change nothing",
+    )
+    .option(
+      "--strict",
+      "with --dry-run: fail when an object cannot be checked (its namespace or CRD does not exist yet)",
+    )
     .option(
       "--webhook-certs <mode>",
       "webhook serving certificate: opkit (a generated Secret) or cert-manager (default: the operator's webhookCertificates, else opkit)",
       checkWebhookCerts,
     )
     .action(
-      async (
-        dir: string,
-        o: { kubeconfig?: string; image?: string; dryRun?: boolean; webhookCerts: WebhookCertsMode },
-      ) => {
-        const objects = await projectObjects(await loadOperator(dir), { ...o, dir });
-        if (o.dryRun) {
-          // Namespaced objects can only be dry-run in an existing namespace: create it for real first.
-          const ns = objects.filter((x) => x.kind === "Namespace");
-          await applyAll(ns, o.kubeconfig, false);
-          await applyAll(
-            objects.filter((x) => x.kind !== "Namespace"),
-            o.kubeconfig,
-            true,
-          );
-        } else await applyAll(objects, o.kubeconfig, false);
+      async (o: {
+        dir: string;
+        kubeconfig?: string;
+        image?: string;
+        dryRun?: boolean;
+        strict?: boolean;
+        webhookCerts: WebhookCertsMode;
+      }) => {
+        if (o.strict && !o.dryRun) throw new UsageError("--strict goes with --dry-run");
+        const objects = await projectObjects(await loadOperator(o.dir), o);
+        if (o.dryRun) await dryRunAll(objects, o);
+        else await applyAll(objects, o.kubeconfig);
       },
     );
 
   const undeploy = new Command("undeploy")
     .description("delete everything `opkit deploy` applied")
-    .argument("[dir]", "project directory", ".")
+    .option("--dir <dir>", "project directory", ".")
     .option("--kubeconfig <path>", "kubeconfig (default: standard loading rules)")
     .option(
       "--webhook-certs <mode>",
       "how the project was deployed: opkit or cert-manager",
       checkWebhookCerts,
     )
-    .action(async (dir: string, o: { kubeconfig?: string; webhookCerts: WebhookCertsMode }) => {
-      const objects = await projectObjects(await loadOperator(dir), { ...o, dir });
+    .action(async (o: { dir: string; kubeconfig?: string; webhookCerts: WebhookCertsMode }) => {
+      const objects = await projectObjects(await loadOperator(o.dir), o);
       const client = await KubeClient.load({ kubeconfig: o.kubeconfig, fieldManager: "opkit-cli" });
       try {
         for (const obj of objects.reverse()) {
@@ -308,6 +403,11 @@ export function generateCommands(): Command[] {
     });
 
   return [generate, deploy, undeploy];
+}
+
+/** Write a project file only when its content differs, so an unchanged project keeps its timestamps. */
+async function writeIfChanged(path: string, content: string): Promise<void> {
+  if ((await readFile(path, "utf8").catch(() => undefined)) !== content) await writeFile(path, content);
 }
 
 /** Whether the project's package.json defines the npm script `name`. */

@@ -103,13 +103,6 @@ export function startOperator(
   });
 }
 
-/** `opkit run [dir] -- flags…`: commander puts everything after `--` into the operands. */
-function splitOperands(dir: string | undefined, rest: readonly string[]): { dir: string; args: string[] } {
-  if (dir === undefined) return { dir: ".", args: [...rest] };
-  if (dir.startsWith("-")) return { dir: ".", args: [dir, ...rest] };
-  return { dir, args: [...rest] };
-}
-
 function kubeconfigEnv(kubeconfig: string | undefined): NodeJS.ProcessEnv {
   return kubeconfig ? { ...process.env, KUBECONFIG: kubeconfig } : process.env;
 }
@@ -213,19 +206,19 @@ function reportRegistration(p: Promise<boolean> | undefined): void {
 export function operatorCommands(): Command[] {
   const install = new Command("install")
     .description("apply the project's CRDs to the current cluster")
-    .argument("[dir]", "project directory", ".")
+    .option("--dir <dir>", "project directory", ".")
     .option("--kubeconfig <path>", "kubeconfig (default: standard loading rules)")
-    .action(async (dir: string, o: { kubeconfig?: string }) => {
-      for (const n of await installCrds(dir, o.kubeconfig))
+    .action(async (o: { dir: string; kubeconfig?: string }) => {
+      for (const n of await installCrds(o.dir, o.kubeconfig))
         console.log(`customresourcedefinition ${n} applied`);
     });
 
   const uninstall = new Command("uninstall")
     .description("delete the project's CRDs (and with them every object of those kinds)")
-    .argument("[dir]", "project directory", ".")
+    .option("--dir <dir>", "project directory", ".")
     .option("--kubeconfig <path>", "kubeconfig (default: standard loading rules)")
-    .action(async (dir: string, o: { kubeconfig?: string }) => {
-      for (const n of await uninstallCrds(dir, o.kubeconfig))
+    .action(async (o: { dir: string; kubeconfig?: string }) => {
+      for (const n of await uninstallCrds(o.dir, o.kubeconfig))
         console.log(`customresourcedefinition ${n} deleted`);
     });
 
@@ -233,8 +226,8 @@ export function operatorCommands(): Command[] {
     .description(
       "run the operator in the foreground against the current kubeconfig; flags after -- go to the operator (e.g. -- --log-level debug)",
     )
-    .argument("[dir]", "project directory (default: .)")
-    .argument("[operatorFlags...]", "the operator's own flags, after --")
+    .argument("[operatorFlags...]", "the operator's own flags, after --, e.g. -- --log-level debug")
+    .option("--dir <dir>", "project directory", ".")
     .option("--kubeconfig <path>", "kubeconfig (default: standard loading rules)")
     .option("--install-crds", "apply the project's CRDs first")
     .option(
@@ -252,9 +245,9 @@ export function operatorCommands(): Command[] {
     )
     .action(
       async (
-        dirOperand: string | undefined,
         rest: string[],
         o: {
+          dir: string;
           kubeconfig?: string;
           installCrds?: boolean;
           localWebhooks?: boolean;
@@ -263,8 +256,7 @@ export function operatorCommands(): Command[] {
           healthProbeBindAddress?: string;
         },
       ) => {
-        const split = splitOperands(dirOperand, rest);
-        const dir = split.dir;
+        const dir = o.dir;
         // Validated by the operator itself, which names the flag on a bad value.
         const args = [
           ...(o.shards !== undefined ? ["--shards", o.shards] : []),
@@ -272,7 +264,7 @@ export function operatorCommands(): Command[] {
           ...(o.healthProbeBindAddress !== undefined
             ? ["--health-probe-bind-address", o.healthProbeBindAddress]
             : []),
-          ...split.args,
+          ...rest,
         ];
         if (o.installCrds)
           for (const n of await installCrds(dir, o.kubeconfig)) process.stderr.write(`installed CRD ${n}\n`);
@@ -295,11 +287,11 @@ export function operatorCommands(): Command[] {
     .description(
       "local control plane + CRDs + local webhooks + run, restarting the operator when a source file changes",
     )
-    .argument("[dir]", "project directory (default: .)")
-    .argument("[operatorFlags...]", "the operator's own flags, after --")
+    .argument("[operatorFlags...]", "the operator's own flags, after --, e.g. -- --log-level debug")
+    .option("--dir <dir>", "project directory", ".")
     .option("--name <name>", "opkit env name", "dev")
-    .action(async (dirOperand: string | undefined, rest: string[], o: { name: string }) => {
-      const { dir, args } = splitOperands(dirOperand, rest);
+    .action(async (args: string[], o: { dir: string; name: string }) => {
+      const dir = o.dir;
       const cp = new ControlPlane(o.name);
       const up = await cp.up({
         onBuildProgress: buildReporter(),

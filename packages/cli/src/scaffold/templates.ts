@@ -110,7 +110,7 @@ A Kubernetes operator written with [opkit](https://github.com/opkit).
 - \`npx opkit create api --group <g> --version v1alpha1 --kind <Kind>\` — add a kind and its controller
 - \`npx opkit generate\` — CRDs, RBAC, manifests, Helm chart into \`config/\`
 - \`npm test\` — tests against a real local control plane (\`opkit env\`)
-- \`npx opkit create webhook --kind <Kind> --validation --defaulting\` — admission webhooks (\`--conversion\` for a kind with several versions)
+- \`npx opkit create webhook --kind <Kind> --programmatic-validation --defaulting\` — admission webhooks (\`--conversion\` for a kind with several versions)
 - \`npx opkit run --install-crds --local-webhooks\` — run against the current kubeconfig; webhooks are registered to call this process
 - \`npx opkit generate crd src/api/<version>/<kind>.ts\` — print one kind's CRD
 
@@ -430,4 +430,90 @@ describe("${w.kind} webhooks", () => {
   out += `});
 `;
   return out;
+}
+
+/** A kind the project reconciles without defining it: a built-in one or another project's CRD. */
+export interface ForeignKindVars {
+  kind: string;
+  lower: string;
+  apiVersion: string;
+  /** The constant the controller uses, e.g. `Deployments`. */
+  ref: string;
+  /** Names imported from "opkit" to have `ref` (e.g. `Deployments`, or `kindRef`). */
+  opkitImports: string[];
+  /** What else brings `ref` into a file under src/controllers/ (an import or a declaration), if anything. */
+  refDecl: string;
+  /** The same, from a file under test/. */
+  refDeclFromTest: string;
+  clusterScoped: boolean;
+  /** A minimal valid object of the kind for the test (JSON), or undefined when unknown. */
+  sample?: string;
+}
+
+/** src/controllers/<kind>.ts for a kind the project does not define: reads it, records an Event. */
+export function foreignControllerTs(k: ForeignKindVars): string {
+  return `/**
+ * The ${k.kind} controller: reconciles ${k.apiVersion} ${k.kind} objects, which this project does not
+ * define. Its generated RBAC reads them and writes Events; a write to a ${k.kind} is declared below.
+ */
+import { ${["controller", ...k.opkitImports].join(", ")} } from "opkit";
+${k.refDecl}
+export function ${k.lower}Controller() {
+  return controller("${k.lower}")
+    .for(${k.ref})
+    // What the reconcile writes beyond Events, for the generated RBAC, e.g.
+    // .rbac([{ kind: ${k.ref}, verbs: ["patch"] }])
+    .reconcile(async (req, ctx) => {
+      const obj = ctx.cache.get(${k.ref}, req.name${k.clusterScoped ? "" : ", { namespace: req.namespace }"});
+      if (!obj) return; // deleted
+      // Act on obj here.
+      ctx.log.info("reconciling");
+      await ctx.recorder.record(obj, {
+        type: "Normal",
+        reason: "Reconciled",
+        action: "Reconcile",
+        note: "reconciled by ${k.lower}",
+      });
+    });
+}
+`;
+}
+
+/** test/<kind>.int.test.ts for a foreign kind: an object of it gets the controller's Event. */
+export function foreignKindTestTs(k: ForeignKindVars): string {
+  const ns = k.clusterScoped ? "" : "ns";
+  return `/** The ${k.kind} controller against a real local control plane (opkit env). */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { ${["EventsV1", "Manager", ...k.opkitImports, "type KubeObject"].join(", ")} } from "opkit";
+import { eventually, useTestEnv } from "opkit/testenv";
+${k.refDeclFromTest}import { ${k.lower}Controller } from "../src/controllers/${k.lower}.ts";
+
+test("a ${k.kind} is reconciled", async (t) => {
+  const env = await useTestEnv();
+  t.after(() => env.cleanup());
+  ${k.clusterScoped ? "" : `const ns = await env.namespace("${k.lower}");\n  `}const mgr = await Manager.create({
+    kubeconfig: env.kubeconfigPath,
+    name: "${k.lower}-test",
+    metrics: false,
+    health: false,
+    leaderElection: false,
+  });
+  mgr.add(${k.lower}Controller());
+  await mgr.start();
+  t.after(() => mgr.stop());
+
+  // A minimal ${k.kind}: replace it with one your controller cares about.
+  const obj = (${k.sample ?? "{}"}) as KubeObject;
+  obj.metadata.name = \`sample-\${Date.now()}\`;
+  ${k.clusterScoped ? "" : `obj.metadata.namespace = ${ns};\n  `}const created = await env.client.create(obj);
+  t.after(() => env.client.delete(${k.ref}, created.metadata.name ?? ""${k.clusterScoped ? "" : ", { namespace: ns }"}).catch(() => {}));
+  const event = await eventually("the Reconciled Event", async () =>
+    (await env.client.list(EventsV1${k.clusterScoped ? "" : ", { namespace: ns }"})).items.find(
+      (e) => e.regarding?.uid === created.metadata.uid && e.reason === "Reconciled",
+    ),
+  );
+  assert.equal(event.type, "Normal");
+});
+`;
 }

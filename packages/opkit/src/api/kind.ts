@@ -226,10 +226,11 @@ export function defaultPlural(kind: string): string {
   return `${lower}s`;
 }
 
-/** Define a custom kind once; the result is a `KindRef` plus its schema, validation and CRD settings. */
-export function defineKind<Spec extends TSchema, Status extends TSchema | undefined = undefined>(
-  options: KindOptions<Spec, Status>,
-): KindDefinition<Spec, Status> {
+/** Check the names and versions of a kind's options; returns its plural and singular. */
+function checkNames(options: KindOptions<TSchema, TSchema | undefined>): {
+  plural: string;
+  singular: string;
+} {
   const { group, version, kind } = options;
   if (!group || !DNS_SUBDOMAIN.test(group) || !group.includes("."))
     throw new KindDefinitionError(
@@ -268,6 +269,12 @@ export function defineKind<Spec extends TSchema, Status extends TSchema | undefi
         `defineKind(${kind}): ${field} "${value}" must be lowercase letters, digits and dashes, starting with a letter`,
       );
   }
+  return { plural, singular };
+}
+
+/** Check the subresource and printing options of a kind (they refer to its schemas). */
+function checkPresentation(options: KindOptions<TSchema, TSchema | undefined>): void {
+  const { kind } = options;
   if (options.scale && !options.status)
     throw new KindDefinitionError(
       `defineKind(${kind}): scale needs a status schema (statusReplicasPath points into .status); add one`,
@@ -278,11 +285,15 @@ export function defineKind<Spec extends TSchema, Status extends TSchema | undefi
         `defineKind(${kind}): printer column "${col.name}" jsonPath "${col.jsonPath}" must start with "." (e.g. ".spec.size")`,
       );
   }
-  const spec = options.spec;
-  const status = options.status as Status;
-  const apiVersion = `${group}/${version}`;
+}
 
-  function validate(obj: unknown): ValidationIssue[] {
+/** The `validate` of a kind: its spec and status against their schemas, issues with field paths. */
+function validatorFor(
+  kind: string,
+  spec: TSchema,
+  status: TSchema | undefined,
+): (obj: unknown) => ValidationIssue[] {
+  return (obj) => {
     if (typeof obj !== "object" || obj === null || Array.isArray(obj))
       return [{ path: "", message: "must be an object" }];
     const record = obj as Record<string, unknown>;
@@ -294,7 +305,19 @@ export function defineKind<Spec extends TSchema, Status extends TSchema | undefi
       else issues.push({ path: "status", message: `${kind} has no status; remove the field` });
     }
     return issues;
-  }
+  };
+}
+
+/** Define a custom kind once; the result is a `KindRef` plus its schema, validation and CRD settings. */
+export function defineKind<Spec extends TSchema, Status extends TSchema | undefined = undefined>(
+  options: KindOptions<Spec, Status>,
+): KindDefinition<Spec, Status> {
+  const { group, version, kind } = options;
+  const { plural, singular } = checkNames(options);
+  checkPresentation(options);
+  const spec = options.spec;
+  const status = options.status as Status;
+  const apiVersion = `${group}/${version}`;
 
   function build(
     name: string,
@@ -330,7 +353,7 @@ export function defineKind<Spec extends TSchema, Status extends TSchema | undefi
     served: options.served ?? true,
     deprecated: options.deprecated ?? false,
     deprecationWarning: options.deprecationWarning,
-    validate,
+    validate: validatorFor(kind, spec, status),
     new: build,
   };
   registerKind(definition, { resource: definition.plural, scope: definition.scope });

@@ -48,8 +48,12 @@ function everySchema(): [string, TSchema][] {
 }
 
 /** The CRD schema of the spec (the root adds its own descriptions of apiVersion and kind). */
+/** The CRD schema of a field holding `field`, with the built-in descriptions kept. */
 function specJson(field: TSchema): string {
-  return JSON.stringify(crdFor(kindWith(field)).spec.versions[0]?.schema?.openAPIV3Schema?.properties?.spec);
+  return JSON.stringify(
+    crdFor(kindWith(field), { builtinDescriptions: true }).spec.versions[0]?.schema?.openAPIV3Schema
+      ?.properties?.spec?.properties?.field,
+  );
 }
 
 function kindWith(field: TSchema) {
@@ -86,7 +90,9 @@ describe("the built-in schemas", () => {
       assert.ok(without.length <= withDocs.length, name);
     }
     // A pod template with descriptions is larger than client-side apply's annotation allows; without, not.
-    const template = JSON.stringify(crdFor(kindWith(corev1.PodTemplateSpec))).length;
+    const template = JSON.stringify(
+      crdFor(kindWith(corev1.PodTemplateSpec), { builtinDescriptions: true }),
+    ).length;
     const small = JSON.stringify(crdFor(kindWith(withoutDescriptions(corev1.PodTemplateSpec)))).length;
     assert.ok(template > 262_144 && small < 100_000, `${template} / ${small} bytes`);
   });
@@ -99,7 +105,7 @@ describe("the built-in schemas", () => {
       spec: Type.Object({ ports: listType(Type.Array(corev1.ServicePort), "map", ["port", "protocol"]) }),
       status: appsv1.DeploymentStatus,
     });
-    const schema = crdFor(Svc).spec.versions[0]?.schema?.openAPIV3Schema;
+    const schema = crdFor(Svc, { builtinDescriptions: true }).spec.versions[0]?.schema?.openAPIV3Schema;
     const ports = schema?.properties?.spec?.properties?.ports;
     assert.deepEqual(ports?.["x-kubernetes-list-map-keys"], ["port", "protocol"]);
     const port = ports?.items?.properties;
@@ -111,9 +117,18 @@ describe("the built-in schemas", () => {
     assert.equal(conds?.["x-kubernetes-list-type"], "map");
     assert.equal(conds?.items?.properties?.lastUpdateTime?.format, "date-time");
 
+    // An embedded ObjectMeta keeps only what the server keeps for embedded objects (name, namespace,
+    // labels, annotations, finalizers); a managed fields entry on its own keeps its free-form fieldsV1.
     const meta = crdFor(kindWith(metav1.ObjectMeta)).spec.versions[0]?.schema?.openAPIV3Schema;
-    const fieldsV1 =
-      meta?.properties?.spec?.properties?.field?.properties?.managedFields?.items?.properties?.fieldsV1;
+    assert.deepEqual(Object.keys(meta?.properties?.spec?.properties?.field?.properties ?? {}).sort(), [
+      "annotations",
+      "finalizers",
+      "labels",
+      "name",
+      "namespace",
+    ]);
+    const entry = crdFor(kindWith(metav1.ManagedFieldsEntry)).spec.versions[0]?.schema?.openAPIV3Schema;
+    const fieldsV1 = entry?.properties?.spec?.properties?.field?.properties?.fieldsV1;
     assert.equal(fieldsV1?.["x-kubernetes-preserve-unknown-fields"], true);
     const jsp = crdFor(kindWith(apiextensionsv1.JSONSchemaProps)).spec.versions[0]?.schema?.openAPIV3Schema;
     const props = jsp?.properties?.spec?.properties?.field?.properties;

@@ -401,3 +401,20 @@ export interface ExtraPolicyRule extends PolicyRule {
    */
   namespaced?: boolean;
 }
+
+/**
+ * Verbs a controller's code uses on a kind beyond what opkit derives for it (reading what it watches,
+ * and what its helpers write: children, status, finalizers, Events). The kind's scope decides the Role
+ * or ClusterRole it lands in.
+ */
+export interface KindPermission {
+  /** The kind, e.g. `Jobs`. */
+  kind: KindRef;
+  /** The verbs, e.g. `["delete"]`. */
+  verbs: readonly string[];
+  /** A subresource, e.g. "status" or "binding" (default: the kind's resource itself). */
+  subresource?: string;
+}
+
+/** One entry of a controller's `rbac([...])`: verbs on a kind, or a raw RBAC rule (with a scope hint). */
+export type ControllerPermission = KindPermission | ExtraPolicyRule;

@@ -81,7 +81,7 @@ export {
   type WatchEvent,
   type WatchEventType,
 } from "./types.ts";
-export { kindScope, knownKind, registerKind, type KindScope, type KnownKind } from "./scopes.ts";
+export { kindScope, knownKind, type KindScope, type KnownKind } from "./scopes.ts";
 export {
   LabelSelectorError,
   formatLabelSelector,

@@ -4,6 +4,7 @@
  * Controller. It only assembles; the mapping of events to keys lives in handlers.ts.
  */
 import type { KindRef, KubeObject } from "../client/types.ts";
+import type { ControllerPermission } from "../client/builtins.ts";
 import { Controller, type ControllerOptions } from "./controller.ts";
 import { enqueueForObject, enqueueForOwner, enqueueMapped, type MapFn, type Watch } from "./handlers.ts";
 import type { Predicate } from "./predicates.ts";
@@ -27,6 +28,7 @@ export class ControllerBuilder<T extends KubeObject = KubeObject> {
   private readonly watched: { kind: KindRef; map: MapFn<KubeObject>; predicates: Predicate[] }[] = [];
   private options: ControllerOptions = {};
   private globalPredicates: Predicate[] = [];
+  private readonly permissions: ControllerPermission[] = [];
 
   constructor(name: string) {
     if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(name)) {
@@ -61,6 +63,17 @@ export class ControllerBuilder<T extends KubeObject = KubeObject> {
       map: map as MapFn<KubeObject>,
       predicates: opts.predicates ?? [],
     });
+    return this;
+  }
+
+  /**
+   * Declare what the reconcile function writes beyond opkit's defaults, for the generated RBAC, e.g.
+   * `.rbac([{ kind: Jobs, verbs: ["delete"] }])`. By default a controller may read what it watches, and
+   * write what opkit's helpers write for it: its children (`owns`), its own kind's status and
+   * finalizers, and Events.
+   */
+  rbac(permissions: readonly ControllerPermission[]): this {
+    this.permissions.push(...permissions);
     return this;
   }
 
@@ -114,6 +127,7 @@ export class ControllerBuilder<T extends KubeObject = KubeObject> {
       forKind,
       ownedKinds: this.owned.map((o) => o.kind),
       watchedKinds: this.watched.map((w) => w.kind),
+      rbac: [...this.permissions],
       watches,
       reconciler: fn,
       options: this.options,

@@ -12,6 +12,7 @@
 import { randomUUID } from "node:crypto";
 import type { Cache } from "../cache/cache.ts";
 import { CacheNotSyncedError } from "../cache/informer.ts";
+import type { ControllerPermission } from "../client/builtins.ts";
 import type { KubeClient } from "../client/client.ts";
 import { objectKey, type DeepReadonly, type KindRef, type KubeObject } from "../client/types.ts";
 import { realClock, type Clock, type TimerHandle } from "../clock/index.ts";
@@ -116,6 +117,8 @@ export class Controller<T extends KubeObject = KubeObject> {
   readonly ownedKinds: KindRef[];
   /** The other kinds it watches through map functions (from `watches`); RBAC generation reads it. */
   readonly watchedKinds: KindRef[];
+  /** What its code writes beyond opkit's defaults (from `rbac`); RBAC generation reads it. */
+  readonly rbac: readonly ControllerPermission[];
   private readonly watches: Watch[];
   private readonly reconciler: Reconciler;
   private readonly options: Required<
@@ -144,6 +147,7 @@ export class Controller<T extends KubeObject = KubeObject> {
     forKind: KindRef<T>;
     ownedKinds: KindRef[];
     watchedKinds: KindRef[];
+    rbac?: readonly ControllerPermission[];
     watches: Watch[];
     reconciler: Reconciler;
     options: ControllerOptions;
@@ -152,6 +156,7 @@ export class Controller<T extends KubeObject = KubeObject> {
     this.forKind = init.forKind;
     this.ownedKinds = init.ownedKinds;
     this.watchedKinds = init.watchedKinds;
+    this.rbac = init.rbac ?? [];
     this.watches = init.watches;
     this.reconciler = init.reconciler;
     this.options = { maxConcurrent: 1, ...init.options };

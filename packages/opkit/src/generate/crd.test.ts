@@ -17,6 +17,7 @@ import {
 } from "../api/k8s.ts";
 import { crdFor, crdsFor, crdYaml, schemaFor, SchemaError } from "./crd.ts";
 import type { JSONSchemaProps } from "./crd-types.ts";
+import * as batchv1 from "../api/schemas/batch/v1.ts";
 
 function specSchema(spec: TSchema): JSONSchemaProps {
   const def = defineKind({
@@ -342,5 +343,58 @@ describe("crdFor", () => {
     assert.equal(a, b);
     assert.deepEqual(parse(a), JSON.parse(JSON.stringify(crdFor(Memcached))));
     assert.ok(!a.includes("~kind") && !a.includes("$id"));
+  });
+});
+
+describe("embedded built-in templates", () => {
+  const Cron = defineKind({
+    group: "t.example.com",
+    version: "v1",
+    kind: "Cron",
+    spec: Type.Object({ jobTemplate: batchv1.JobTemplateSpec }),
+    status: Type.Object({ n: Type.Optional(Type.Integer()) }),
+  });
+  const template = (opts = {}) =>
+    schemaFor(Cron, opts).properties?.spec?.properties?.jobTemplate as JSONSchemaProps;
+
+  it("restricts embedded ObjectMeta to name, namespace, labels, annotations, finalizers", () => {
+    const jobMeta = template().properties?.metadata;
+    const podMeta = template().properties?.spec?.properties?.template?.properties?.metadata;
+    for (const meta of [jobMeta, podMeta])
+      assert.deepEqual(Object.keys(meta?.properties ?? {}).sort(), [
+        "annotations",
+        "finalizers",
+        "labels",
+        "name",
+        "namespace",
+      ]);
+    assert.deepEqual(podMeta?.properties?.labels, {
+      type: "object",
+      additionalProperties: { type: "string" },
+    });
+  });
+
+  it("leaves out the descriptions inside built-in schemas unless asked; the embedding field keeps its own", () => {
+    const t = template();
+    assert.match(t.description ?? "", /JobTemplateSpec describes/);
+    const backoff = t.properties?.spec?.properties?.backoffLimit;
+    assert.equal(backoff?.description, undefined);
+    assert.match(
+      template({ builtinDescriptions: true }).properties?.spec?.properties?.backoffLimit?.description ?? "",
+      /retries/,
+    );
+  });
+
+  it("gives spec and status a description when the definition has none, and keeps the definition's", () => {
+    const s = schemaFor(Cron);
+    assert.equal(s.properties?.spec?.description, "Spec is the desired state of the Cron.");
+    assert.match(s.properties?.status?.description ?? "", /observed state of the Cron/);
+    const own = defineKind({
+      group: "t.example.com",
+      version: "v1",
+      kind: "Own",
+      spec: Type.Object({}, { description: "What the user wants." }),
+    });
+    assert.equal(schemaFor(own).properties?.spec?.description, "What the user wants.");
   });
 });

@@ -101,9 +101,57 @@ const UNSUPPORTED: Record<string, string> = {
   const: "const is converted to enum; this should not be reached",
 };
 
+/** How `crdFor` and friends render schemas. */
+export interface CrdOptions {
+  /**
+   * Keep the field descriptions inside embedded built-in schemas (a Job or Pod template, a Condition).
+   * Default false, as most of a template's size is descriptions: the field holding the template keeps
+   * its own description, its sub-fields have none (`kubectl explain` shows the built-in kind's own
+   * documentation for them).
+   */
+  builtinDescriptions?: boolean;
+}
+
 interface Ctx {
   kind: string;
   version: string;
+  /** Keep descriptions below embedded built-in schemas. */
+  builtinDescriptions?: boolean;
+  /** Converting the inside of an embedded built-in schema. */
+  inBuiltin?: boolean;
+}
+
+/** The fields of an embedded ObjectMeta that the server keeps, as controller-gen's generateEmbeddedObjectMeta. */
+const EMBEDDED_META_FIELDS = ["annotations", "finalizers", "labels", "name", "namespace"];
+
+/** A schema from `opkit/schemas` (made with Type.Unsafe, which marks it), or a described copy of one. */
+function isBuiltinSchema(node: Json): boolean {
+  return (
+    Object.prototype.hasOwnProperty.call(node, "~unsafe") && (node.type === "object" || node.type === "array")
+  );
+}
+
+/** meta/v1 ObjectMeta (by its fields, so a copy of the schemas from another opkit counts too). */
+function isObjectMeta(node: Json): boolean {
+  const props = node.properties;
+  return (
+    isRecord(props) &&
+    ["managedFields", "ownerReferences", "resourceVersion", "uid", "name", "labels"].every((k) => k in props)
+  );
+}
+
+/**
+ * An embedded ObjectMeta (the metadata of a Pod or Job template) restricted to what the server keeps for
+ * embedded objects: name, namespace, labels, annotations and finalizers. Expanding the rest (managed
+ * fields, owner references) would only make the CRD larger; the server would never store them.
+ */
+function embeddedObjectMeta(node: Json): Json {
+  const props = node.properties as Json;
+  const kept: Json = {};
+  for (const k of EMBEDDED_META_FIELDS) if (props[k] !== undefined) kept[k] = props[k];
+  const out: Json = { type: "object", properties: kept };
+  if (node.description !== undefined) out.description = node.description;
+  return out;
 }
 
 function fail(ctx: Ctx, path: string, problem: string): never {
@@ -172,16 +220,18 @@ function flattenUnion(ctx: Ctx, path: string, node: Json): Json {
   return fail(ctx, path, `a union of ${JSON.stringify(types)} is not a structural schema: ${hint}`);
 }
 
-/** Convert one TypeBox node into a structural JSONSchemaProps node. */
-function convert(ctx: Ctx, path: string, input: unknown): JSONSchemaProps {
-  if (!isRecord(input)) fail(ctx, path, `expected a schema object, got ${JSON.stringify(input)}`);
+/**
+ * The node as plain JSON Schema in the forms the rest of the conversion expects: TypeBox markers and
+ * meaningless keywords dropped, an embedded ObjectMeta restricted, unions flattened, a type list reduced
+ * to one type, `const` as an enum.
+ */
+function normalize(ctx: Ctx, path: string, input: Json): Json {
+  const source = isBuiltinSchema(input) && isObjectMeta(input) ? embeddedObjectMeta(input) : input;
   // Enumerable own keys only: TypeBox keeps its markers (`~kind`, `~optional`) non-enumerable.
   let node: Json = {};
-  for (const [k, v] of Object.entries(input)) if (!k.startsWith("~") && !IGNORED_KEYS.has(k)) node[k] = v;
-
-  const intOrString = node["x-kubernetes-int-or-string"] === true;
-  if (Array.isArray(node.anyOf) && !intOrString) node = flattenUnion(ctx, path, node);
-
+  for (const [k, v] of Object.entries(source)) if (!k.startsWith("~") && !IGNORED_KEYS.has(k)) node[k] = v;
+  if (Array.isArray(node.anyOf) && node["x-kubernetes-int-or-string"] !== true)
+    node = flattenUnion(ctx, path, node);
   // A list of types (draft-2020 `type: ["string", "null"]`).
   if (Array.isArray(node.type)) {
     const types = (node.type as unknown[]).filter((t) => t !== "null");
@@ -195,7 +245,11 @@ function convert(ctx: Ctx, path: string, input: unknown): JSONSchemaProps {
     delete node.const;
   }
   if (Array.isArray(node.enum) && node.type === undefined) node.type = enumType(ctx, path, node.enum);
+  return node;
+}
 
+/** Every keyword must be one the server knows; a node needs a type (or keeps unknown fields). */
+function checkKeywordsAndType(ctx: Ctx, path: string, node: Json, out: Json): void {
   for (const key of Object.keys(node)) {
     const reason = UNSUPPORTED[key];
     if (reason) fail(ctx, path, `${key}: ${reason}`);
@@ -206,9 +260,7 @@ function convert(ctx: Ctx, path: string, input: unknown): JSONSchemaProps {
     )
       fail(ctx, path, `"${key}" is not a keyword the API server knows; remove it (or use a description)`);
   }
-
-  const out: Json = { ...node };
-  if (intOrString) {
+  if (node["x-kubernetes-int-or-string"] === true) {
     if (node.type !== undefined)
       fail(ctx, path, "an int-or-string field must not set type; use intOrString() alone");
     hoistIntOrString(ctx, path, node, out);
@@ -227,8 +279,10 @@ function convert(ctx: Ctx, path: string, input: unknown): JSONSchemaProps {
     !["object", "array", ...SCALAR_TYPES].includes(node.type)
   )
     fail(ctx, path, `type "${node.type}" is not a JSON type the server knows`);
+}
 
-  // JSON Schema draft 2020 bounds are numbers; OpenAPI v3 (the server) wants a boolean next to min/max.
+/** JSON Schema draft 2020 bounds are numbers; OpenAPI v3 (the server) wants a boolean next to min/max. */
+function convertBounds(ctx: Ctx, path: string, node: Json, out: Json): void {
   for (const [ex, bound, stricter] of [
     ["exclusiveMinimum", "minimum", (a: number, b: number) => a >= b],
     ["exclusiveMaximum", "maximum", (a: number, b: number) => a <= b],
@@ -244,16 +298,10 @@ function convert(ctx: Ctx, path: string, input: unknown): JSONSchemaProps {
       fail(ctx, path, `${ex} must be a number`);
     }
   }
+}
 
-  if (node.type === "object" || node.properties || node.patternProperties || node.additionalProperties) {
-    convertObject(ctx, path, node, out);
-  } else if (node.required !== undefined) {
-    fail(ctx, path, "required only applies to objects");
-  }
-  if (node.type === "array") convertArray(ctx, path, node, out);
-  else if (node.items !== undefined)
-    fail(ctx, path, `items only applies to arrays, but the type is ${String(node.type)}`);
-
+/** The Kubernetes extensions apply to one type each; CEL rules keep only the fields the server knows. */
+function checkExtensions(ctx: Ctx, path: string, node: Json, out: Json): void {
   if (node["x-kubernetes-embedded-resource"] === true && node.type !== "object")
     fail(ctx, path, "an embedded resource must have type object; use embeddedResource()");
   if (node["x-kubernetes-list-type"] !== undefined && node.type !== "array")
@@ -271,7 +319,28 @@ function convert(ctx: Ctx, path: string, input: unknown): JSONSchemaProps {
       return rule;
     });
   }
+}
+
+/** Convert one TypeBox node into a structural JSONSchemaProps node. */
+function convert(ctx: Ctx, path: string, input: unknown): JSONSchemaProps {
+  if (!isRecord(input)) fail(ctx, path, `expected a schema object, got ${JSON.stringify(input)}`);
+  const node = normalize(ctx, path, input);
+  // Below an embedded built-in schema every field is built-in too.
+  const inner: Ctx = isBuiltinSchema(input) && !ctx.inBuiltin ? { ...ctx, inBuiltin: true } : ctx;
+  const out: Json = { ...node };
+  checkKeywordsAndType(ctx, path, node, out);
+  convertBounds(ctx, path, node, out);
+  if (node.type === "object" || node.properties || node.patternProperties || node.additionalProperties) {
+    convertObject(inner, path, node, out);
+  } else if (node.required !== undefined) {
+    fail(ctx, path, "required only applies to objects");
+  }
+  if (node.type === "array") convertArray(inner, path, node, out);
+  else if (node.items !== undefined)
+    fail(ctx, path, `items only applies to arrays, but the type is ${String(node.type)}`);
+  checkExtensions(ctx, path, node, out);
   if (node.default !== undefined) checkDefault(ctx, path, input, node.default);
+  if (ctx.inBuiltin && !ctx.builtinDescriptions) delete out.description;
   return ordered(out);
 }
 
@@ -447,9 +516,14 @@ function schemaAt(root: JSONSchemaProps, jsonPath: string): JSONSchemaProps | un
 
 const SIMPLE_PATH = /^(\.[A-Za-z0-9_-]+)+$/;
 
+/** `schema` with `description` when it has none, so `kubectl explain` never shows an empty one. */
+function describedOr(schema: JSONSchemaProps, description: string): JSONSchemaProps {
+  return schema.description ? schema : ordered({ ...schema, description });
+}
+
 /** The openAPIV3Schema of one version. Exported for tests and for tools that want just the schema. */
-export function schemaFor(def: KindDefinition): JSONSchemaProps {
-  const ctx: Ctx = { kind: def.kind, version: def.version };
+export function schemaFor(def: KindDefinition, options: CrdOptions = {}): JSONSchemaProps {
+  const ctx: Ctx = { kind: def.kind, version: def.version, builtinDescriptions: options.builtinDescriptions };
   const properties: Record<string, JSONSchemaProps> = {
     apiVersion: {
       description:
@@ -463,11 +537,14 @@ export function schemaFor(def: KindDefinition): JSONSchemaProps {
     },
     // Only name/generateName may be constrained; the server owns the rest of metadata.
     metadata: { type: "object" },
-    spec: convert(ctx, "spec", def.spec),
+    spec: describedOr(convert(ctx, "spec", def.spec), `Spec is the desired state of the ${def.kind}.`),
   };
   if (properties.spec?.type !== "object") fail(ctx, "spec", "must be an object schema (Type.Object)");
   if (def.status) {
-    properties.status = convert(ctx, "status", def.status);
+    properties.status = describedOr(
+      convert(ctx, "status", def.status),
+      `Status is the observed state of the ${def.kind}, written by its controller.`,
+    );
     if (properties.status.type !== "object") fail(ctx, "status", "must be an object schema (Type.Object)");
   }
   const root: Json = { description: def.description, type: "object", properties, required: ["spec"] };
@@ -491,9 +568,13 @@ function convertRootRules(ctx: Ctx, root: Json): JSONSchemaProps {
   return ordered(root);
 }
 
-function versionFor(def: KindDefinition, storage: boolean): CustomResourceDefinitionVersion {
+function versionFor(
+  def: KindDefinition,
+  storage: boolean,
+  options: CrdOptions,
+): CustomResourceDefinitionVersion {
   const ctx: Ctx = { kind: def.kind, version: def.version };
-  const schema = schemaFor(def);
+  const schema = schemaFor(def, options);
   const version: CustomResourceDefinitionVersion = { name: def.version, served: def.served, storage };
   if (def.deprecated) version.deprecated = true;
   if (def.deprecationWarning !== undefined) version.deprecationWarning = def.deprecationWarning;
@@ -557,7 +638,10 @@ function toVersions(source: CrdSource): readonly KindDefinition[] {
   return isKindVersions(one) ? one.versions : [one];
 }
 
-function crdFromVersions(defs: readonly KindDefinition[]): CustomResourceDefinition {
+function crdFromVersions(
+  defs: readonly KindDefinition[],
+  options: CrdOptions = {},
+): CustomResourceDefinition {
   const first = defs[0];
   if (!first) throw new KindDefinitionError("crdFor: no kind definitions given; pass at least one");
   for (const d of defs)
@@ -594,7 +678,7 @@ function crdFromVersions(defs: readonly KindDefinition[]): CustomResourceDefinit
       group: main.group,
       names: names2,
       scope: main.scope,
-      versions: defs.map((d) => versionFor(d, d === main)),
+      versions: defs.map((d) => versionFor(d, d === main, options)),
       // Identical schemas need no conversion webhook; the server just relabels apiVersion.
       ...(defs.length > 1 ? { conversion: { strategy: "None" as const } } : {}),
     },
@@ -605,15 +689,18 @@ function crdFromVersions(defs: readonly KindDefinition[]): CustomResourceDefinit
  * The CRD for one kind: one version, an array of versions of that kind, or `defineKindVersions(...)`.
  * Throws `SchemaError` (naming the field) for anything the API server would reject.
  */
-export function crdFor(source: CrdSource): CustomResourceDefinition {
-  return crdFromVersions(toVersions(source));
+export function crdFor(source: CrdSource, options: CrdOptions = {}): CustomResourceDefinition {
+  return crdFromVersions(toVersions(source), options);
 }
 
 /**
  * CRDs for several kinds. Definitions of the same group and kind are collected into one CRD with
  * several versions; the order follows the first appearance of each kind.
  */
-export function crdsFor(sources: readonly (KindDefinition | KindVersions)[]): CustomResourceDefinition[] {
+export function crdsFor(
+  sources: readonly (KindDefinition | KindVersions)[],
+  options: CrdOptions = {},
+): CustomResourceDefinition[] {
   const byKind = new Map<string, KindDefinition[]>();
   for (const s of sources) {
     for (const d of toVersions(s)) {
@@ -623,7 +710,18 @@ export function crdsFor(sources: readonly (KindDefinition | KindVersions)[]): Cu
       byKind.set(key, list);
     }
   }
-  return [...byKind.values()].map(crdFromVersions);
+  return [...byKind.values()].map((defs) => crdFromVersions(defs, options));
+}
+
+/**
+ * The most bytes client-side `kubectl apply` can store of an object: it keeps the whole object in the
+ * `kubectl.kubernetes.io/last-applied-configuration` annotation, and annotations hold 256 KiB.
+ */
+export const CLIENT_SIDE_APPLY_LIMIT = 262_144;
+
+/** The size of `crd` as client-side `kubectl apply` stores it (compact JSON), in bytes. */
+export function appliedSize(crd: CustomResourceDefinition): number {
+  return Buffer.byteLength(JSON.stringify(crd));
 }
 
 /**
@@ -632,11 +730,12 @@ export function crdsFor(sources: readonly (KindDefinition | KindVersions)[]): Cu
  */
 export function crdYaml(
   sources: KindDefinition | KindVersions | readonly (KindDefinition | KindVersions)[],
+  options: CrdOptions = {},
 ): string {
   const list = Array.isArray(sources)
     ? (sources as readonly (KindDefinition | KindVersions)[])
     : [sources as KindDefinition | KindVersions];
-  return crdsFor(list)
+  return crdsFor(list, options)
     .map((crd) => stringify(crd, { lineWidth: 0, aliasDuplicateObjects: false }))
     .join("---\n");
 }

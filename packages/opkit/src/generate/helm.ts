@@ -8,14 +8,8 @@ import { join } from "node:path";
 import type { KubeObject } from "../client/types.ts";
 import type { ResourceRequirements } from "./manifests.ts";
 import { helmMonitoringFiles, type MonitoringInput } from "./monitoring.ts";
-import {
-  GENERATED_HEADER,
-  groupByFile,
-  removeStale,
-  toYaml,
-  toYamlStream,
-  writeIfChanged,
-} from "./manifests.ts";
+import { GENERATED_HEADER, removeStale, writeIfChanged } from "./files.ts";
+import { groupByFile, toYaml, toYamlStream } from "./manifests.ts";
 
 /** The chart's values.yaml: what users of the chart may change without editing templates. */
 export interface HelmValues {

@@ -3,36 +3,14 @@
  * and a kustomize layout for them. Everything is deterministic: the same input yields byte-identical
  * files, so regenerating in CI shows a diff only when something really changed.
  */
-import { mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { stringify } from "yaml";
+import type { WebhookClientConfig } from "../client/models/apiextensions/v1.ts";
+import type { EnvVar, ResourceRequirements } from "../client/models/core/v1.ts";
 import type { KubeObject } from "../client/types.ts";
+import { GENERATED_HEADER, removeStale, writeIfChanged } from "./files.ts";
 
-/** CPU and memory quantities, e.g. `{ cpu: "100m", memory: "128Mi" }`. */
-export interface ResourceList {
-  /** CPU, e.g. "100m" (a tenth of a core). */
-  cpu?: string;
-  /** Memory, e.g. "128Mi". */
-  memory?: string;
-}
-
-/** A container's resource requests (what the scheduler reserves) and limits (the ceiling). */
-export interface ResourceRequirements {
-  /** What the scheduler reserves for the container. */
-  requests?: ResourceList;
-  /** The most the container may use; exceeding memory gets it killed. */
-  limits?: ResourceList;
-}
-
-/** A container env entry: a literal value, or a downward-API / Secret / ConfigMap reference. */
-export interface EnvVar {
-  /** The variable's name. */
-  name: string;
-  /** A literal value. */
-  value?: string;
-  /** A reference, e.g. `{ fieldRef: { fieldPath: "metadata.namespace" } }` or a Secret key. */
-  valueFrom?: Record<string, unknown>;
-}
+export type { EnvVar, ResourceRequirements, WebhookClientConfig };
 
 /**
  * What `manifestsFor` builds the deployment manifests from: the operator's name, namespace, image, RBAC,
@@ -88,23 +66,7 @@ export interface CrdConversionInput {
     /** Where the conversion webhook is and which review versions it speaks. */
     webhook: {
       /** How the API server reaches the webhook. */
-      clientConfig: {
-        /** An https URL (a webhook outside the cluster). */
-        url?: string;
-        /** The in-cluster Service of the webhook. */
-        service?: {
-          /** The Service's name. */
-          name: string;
-          /** The Service's namespace. */
-          namespace: string;
-          /** The URL path of the conversion handler. */
-          path: string;
-          /** The Service port. */
-          port: number;
-        };
-        /** Base64 of the CA PEM that signed the webhook's certificate. */
-        caBundle?: string;
-      };
+      clientConfig: WebhookClientConfig;
       /** The ConversionReview versions the webhook understands. */
       conversionReviewVersions: readonly string[];
     };
@@ -184,11 +146,8 @@ export const NONROOT_UID = 65532;
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
-/**
- * All objects needed to run the operator, in apply order: Namespace, CRDs, ServiceAccount, RBAC,
- * Deployment, metrics Service, webhook Service.
- */
-export function manifestsFor(input: ManifestsInput): KubeObject[] {
+/** Check the input; returns the replica count. */
+function checkInput(input: ManifestsInput): number {
   const { name, namespace, image } = input;
   if (!DNS_LABEL.test(name)) {
     throw new ManifestError(
@@ -203,10 +162,18 @@ export function manifestsFor(input: ManifestsInput): KubeObject[] {
   if (!Number.isInteger(replicas) || replicas < 0) {
     throw new ManifestError(`manifestsFor: replicas ${replicas} must be a non-negative integer`);
   }
-  const { metrics: metricsPort, health: healthPort, webhook: webhookPort } = input.ports;
-  const labels = { "app.kubernetes.io/name": name };
-  const selector = { "app.kubernetes.io/name": name, "app.kubernetes.io/component": "manager" };
+  const webhook = input.webhook;
+  const hasHooks = Boolean(webhook?.configurations?.length || webhook?.conversions?.length);
+  if (hasHooks && !webhook?.certificates)
+    throw new ManifestError(
+      'manifestsFor: webhooks need a serving certificate: pass webhook.certificates ("cert-manager" or an opkit-generated { caPem, certPem, keyPem })',
+    );
+  return replicas;
+}
 
+/** The manager container's environment: opkit's settings first, the user's `env` overriding them. */
+function containerEnv(input: ManifestsInput, replicas: number): EnvVar[] {
+  const { metrics: metricsPort, health: healthPort, webhook: webhookPort } = input.ports;
   const env: EnvVar[] = [
     // The manager puts its Lease in the pod's namespace.
     { name: "POD_NAMESPACE", valueFrom: { fieldRef: { fieldPath: "metadata.namespace" } } },
@@ -227,16 +194,20 @@ export function manifestsFor(input: ManifestsInput): KubeObject[] {
     if (i >= 0) env[i] = { ...e };
     else env.push({ ...e });
   }
+  if (input.webhook) env.push({ name: "OPKIT_WEBHOOK_BIND_ADDRESS", value: `:${webhookPort}` });
+  return env;
+}
 
+const SECCOMP_PROFILE = { type: "RuntimeDefault" };
+
+/** The hardened manager container and the pod's volumes (a writable /tmp, the webhook certificate). */
+function managerContainer(
+  input: ManifestsInput,
+  env: EnvVar[],
+  certSecret: string,
+): { container: Record<string, unknown>; volumes: object[] } {
+  const { metrics: metricsPort, health: healthPort, webhook: webhookPort } = input.ports;
   const webhook = input.webhook;
-  const hasHooks = Boolean(webhook?.configurations?.length || webhook?.conversions?.length);
-  if (hasHooks && !webhook?.certificates)
-    throw new ManifestError(
-      'manifestsFor: webhooks need a serving certificate: pass webhook.certificates ("cert-manager" or an opkit-generated { caPem, certPem, keyPem })',
-    );
-  const certSecret = `${name}-webhook-cert`;
-  if (webhook) env.push({ name: "OPKIT_WEBHOOK_BIND_ADDRESS", value: `:${webhookPort}` });
-
   const ports: object[] = [
     { name: "metrics", containerPort: metricsPort, protocol: "TCP" },
     { name: "health", containerPort: healthPort, protocol: "TCP" },
@@ -248,11 +219,9 @@ export function manifestsFor(input: ManifestsInput): KubeObject[] {
     volumeMounts.push({ name: "webhook-cert", mountPath: WEBHOOK_CERT_MOUNT, readOnly: true });
     volumes.push({ name: "webhook-cert", secret: { secretName: certSecret } });
   }
-
-  const seccompProfile = { type: "RuntimeDefault" };
   const container: Record<string, unknown> = {
     name: "manager",
-    image,
+    image: input.image,
     imagePullPolicy: "IfNotPresent",
     ...(input.args?.length ? { args: [...input.args] } : {}),
     env,
@@ -275,54 +244,70 @@ export function manifestsFor(input: ManifestsInput): KubeObject[] {
       runAsNonRoot: true,
       runAsUser: NONROOT_UID,
       runAsGroup: NONROOT_UID,
-      seccompProfile,
+      seccompProfile: SECCOMP_PROFILE,
     },
     // The root filesystem is read-only; Node and libraries still want a writable temp directory.
     volumeMounts,
   };
+  return { container, volumes };
+}
 
-  const out: KubeObject[] = [
-    { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace, labels } },
-    ...withConversions(input.crds ?? [], webhook, namespace, certSecret),
-    { apiVersion: "v1", kind: "ServiceAccount", metadata: { name, namespace, labels } },
-    ...input.rbac.map((o) => structuredClone(o)),
-    {
-      apiVersion: "apps/v1",
-      kind: "Deployment",
-      metadata: { name, namespace, labels },
-      spec: {
-        replicas,
-        selector: { matchLabels: selector },
-        template: {
-          metadata: { labels: { ...labels, ...selector } },
-          spec: {
-            serviceAccountName: name,
-            securityContext: {
-              runAsNonRoot: true,
-              runAsUser: NONROOT_UID,
-              runAsGroup: NONROOT_UID,
-              fsGroup: NONROOT_UID,
-              seccompProfile,
-            },
-            // Matches the manager's default graceful shutdown so in-flight reconciles can finish.
-            terminationGracePeriodSeconds: 30,
-            containers: [container],
-            volumes,
+/** The manager's Deployment. */
+function deploymentFor(
+  input: ManifestsInput,
+  replicas: number,
+  selector: Record<string, string>,
+  labels: Record<string, string>,
+  pod: { container: Record<string, unknown>; volumes: object[] },
+): KubeObject {
+  const { name, namespace } = input;
+  return {
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: { name, namespace, labels },
+    spec: {
+      replicas,
+      selector: { matchLabels: selector },
+      template: {
+        metadata: { labels: { ...labels, ...selector } },
+        spec: {
+          serviceAccountName: name,
+          securityContext: {
+            runAsNonRoot: true,
+            runAsUser: NONROOT_UID,
+            runAsGroup: NONROOT_UID,
+            fsGroup: NONROOT_UID,
+            seccompProfile: SECCOMP_PROFILE,
           },
+          // Matches the manager's default graceful shutdown so in-flight reconciles can finish.
+          terminationGracePeriodSeconds: 30,
+          containers: [pod.container],
+          volumes: pod.volumes,
         },
       },
-    } as KubeObject,
+    },
+  } as KubeObject;
+}
+
+/** The metrics Service, and the webhook Service when the operator has webhooks. */
+function servicesFor(
+  input: ManifestsInput,
+  selector: Record<string, string>,
+  labels: Record<string, string>,
+): KubeObject[] {
+  const { name, namespace } = input;
+  const out: KubeObject[] = [
     {
       apiVersion: "v1",
       kind: "Service",
       metadata: { name: `${name}-metrics`, namespace, labels },
       spec: {
         selector,
-        ports: [{ name: "metrics", port: metricsPort, targetPort: "metrics", protocol: "TCP" }],
+        ports: [{ name: "metrics", port: input.ports.metrics, targetPort: "metrics", protocol: "TCP" }],
       },
     } as KubeObject,
   ];
-  if (webhook) {
+  if (input.webhook)
     out.push({
       apiVersion: "v1",
       kind: "Service",
@@ -332,7 +317,28 @@ export function manifestsFor(input: ManifestsInput): KubeObject[] {
         ports: [{ name: "webhook", port: 443, targetPort: "webhook", protocol: "TCP" }],
       },
     } as KubeObject);
-  }
+  return out;
+}
+
+/**
+ * All objects needed to run the operator, in apply order: Namespace, CRDs, ServiceAccount, RBAC,
+ * Deployment, metrics Service, webhook Service, webhook certificate and configurations.
+ */
+export function manifestsFor(input: ManifestsInput): KubeObject[] {
+  const replicas = checkInput(input);
+  const { name, namespace, webhook } = input;
+  const labels = { "app.kubernetes.io/name": name };
+  const selector = { "app.kubernetes.io/name": name, "app.kubernetes.io/component": "manager" };
+  const certSecret = `${name}-webhook-cert`;
+  const pod = managerContainer(input, containerEnv(input, replicas), certSecret);
+  const out: KubeObject[] = [
+    { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace, labels } },
+    ...withConversions(input.crds ?? [], webhook, namespace, certSecret),
+    { apiVersion: "v1", kind: "ServiceAccount", metadata: { name, namespace, labels } },
+    ...input.rbac.map((o) => structuredClone(o)),
+    deploymentFor(input, replicas, selector, labels, pod),
+    ...servicesFor(input, selector, labels),
+  ];
   if (webhook?.certificates) out.push(...certificateObjects(name, namespace, labels, webhook.certificates));
   for (const c of webhook?.configurations ?? [])
     out.push(withCa(c, webhook?.certificates, namespace, certSecret));
@@ -431,9 +437,6 @@ function certificateObjects(
   ];
 }
 
-/** Header of every generated file; also marks files `writeKustomize` may delete when they become stale. */
-export const GENERATED_HEADER = "# Generated by opkit. Do not edit: regenerate instead.\n";
-
 /**
  * One object as plain YAML with stable formatting. `aliasDuplicateObjects: false` because the generators
  * reuse objects (one seccompProfile for pod and container): the yaml library would otherwise write
@@ -506,28 +509,6 @@ export function groupByFile(objects: readonly KubeObject[]): Map<string, KubeObj
   }
   const rank = (f: string) => FILE_ORDER.findIndex((p) => (p.endsWith("/") ? f.startsWith(p) : f === p));
   return new Map([...files].sort(([a], [b]) => rank(a) - rank(b) || (a < b ? -1 : a > b ? 1 : 0)));
-}
-
-/** Write only when the content differs, so re-running leaves timestamps (and make) alone. */
-export async function writeIfChanged(path: string, content: string): Promise<boolean> {
-  const old = await readFile(path, "utf8").catch(() => undefined);
-  if (old === content) return false;
-  await mkdir(dirname(path), { recursive: true });
-  await writeFile(path, content);
-  return true;
-}
-
-/** Delete generated YAML files under `dir` (recursively) that are not in `keep`. Hand-written files stay. */
-export async function removeStale(dir: string, keep: ReadonlySet<string>, sub = ""): Promise<void> {
-  const entries = await readdir(join(dir, sub), { withFileTypes: true }).catch(() => []);
-  for (const e of entries) {
-    const rel = sub ? `${sub}/${e.name}` : e.name;
-    if (e.isDirectory()) await removeStale(dir, keep, rel);
-    else if (e.name.endsWith(".yaml") && !keep.has(rel)) {
-      const text = await readFile(join(dir, rel), "utf8");
-      if (text.startsWith(GENERATED_HEADER)) await rm(join(dir, rel));
-    }
-  }
 }
 
 /**

@@ -9,7 +9,8 @@
  * Operator's CRD, which a cluster may not have.
  */
 import type { KubeObject } from "../client/types.ts";
-import { GENERATED_HEADER, toYaml, toYamlStream } from "./manifests.ts";
+import { GENERATED_HEADER } from "./files.ts";
+import { toYaml, toYamlStream } from "./manifests.ts";
 
 /** Which operator the dashboard and rules are about. */
 export interface MonitoringInput {

@@ -30,7 +30,13 @@ type Rules = { rules: unknown[] };
 const byKind = (objs: KubeObject[], kind: string) => objs.filter((o) => o.kind === kind);
 
 test("cluster-wide: exact least-privilege rules, merged and sorted", async () => {
-  const objs = await rbacFor({ name: "widget-op", namespace: "widget-system", controllers, resolve });
+  const objs = await rbacFor({
+    name: "widget-op",
+    namespace: "widget-system",
+    controllers,
+    resolve,
+    ownKinds: [Widgets, Gadgets],
+  });
   assert.deepEqual(
     objs.map((o) => `${o.kind}/${o.metadata.namespace ?? ""}/${o.metadata.name}`),
     [
@@ -47,29 +53,25 @@ test("cluster-wide: exact least-privilege rules, merged and sorted", async () =>
     {
       apiGroups: [""],
       resources: ["secrets"],
-      verbs: ["get", "list", "watch", "create", "update", "patch", "delete"],
+      verbs: ["get", "list", "watch", "create", "patch", "delete"],
     },
     {
       apiGroups: ["apps"],
       resources: ["deployments"],
-      verbs: ["get", "list", "watch", "create", "update", "patch", "delete"],
+      verbs: ["get", "list", "watch", "create", "patch", "delete"],
     },
     { apiGroups: ["events.k8s.io"], resources: ["events"], verbs: ["create", "patch"] },
     {
       apiGroups: ["example.com"],
       resources: ["gadgets", "widgets"],
-      verbs: ["get", "list", "watch", "update", "patch"],
-    },
-    {
-      apiGroups: ["example.com"],
-      resources: ["gadgets/finalizers", "widgets/finalizers"],
-      verbs: ["update"],
+      verbs: ["get", "list", "watch", "patch"],
     },
     {
       apiGroups: ["example.com"],
       resources: ["gadgets/status", "widgets/status"],
-      verbs: ["get", "update", "patch"],
+      verbs: ["get", "patch"],
     },
+    { apiGroups: ["example.com"], resources: ["widgets/finalizers"], verbs: ["update"] },
   ]);
   const crb = byKind(objs, "ClusterRoleBinding")[0] as unknown as { subjects: unknown; roleRef: unknown };
   assert.deepEqual(crb.subjects, [{ kind: "ServiceAccount", name: "widget-op", namespace: "widget-system" }]);
@@ -98,7 +100,8 @@ test("ownKinds: a reconciled kind that is not the operator's own is only read", 
       { forKind: Pods, ownedKinds: [], watchedKinds: [] },
       // A built-in kind with children: its finalizers, so the children can block its deletion.
       { forKind: Nodes, ownedKinds: [ConfigMaps], watchedKinds: [] },
-      // The operator's own kind, under another version than the one listed: written as before.
+      // The operator's own kind, under another version than the one listed: its finalizers and status
+      // (no children: no finalizers subresource).
       { forKind: kindRef("example.com/v2", "Widget"), ownedKinds: [], watchedKinds: [] },
     ],
     resolve: async (k) =>
@@ -110,7 +113,7 @@ test("ownKinds: a reconciled kind that is not the operator's own is only read", 
     {
       apiGroups: [""],
       resources: ["configmaps"],
-      verbs: ["get", "list", "watch", "create", "update", "patch", "delete"],
+      verbs: ["get", "list", "watch", "create", "patch", "delete"],
     },
     { apiGroups: [""], resources: ["events"], verbs: ["create", "patch"] },
     { apiGroups: [""], resources: ["nodes", "pods"], verbs: ["get", "list", "watch"] },
@@ -119,10 +122,9 @@ test("ownKinds: a reconciled kind that is not the operator's own is only read", 
     {
       apiGroups: ["example.com"],
       resources: ["widgets"],
-      verbs: ["get", "list", "watch", "update", "patch"],
+      verbs: ["get", "list", "watch", "patch"],
     },
-    { apiGroups: ["example.com"], resources: ["widgets/finalizers"], verbs: ["update"] },
-    { apiGroups: ["example.com"], resources: ["widgets/status"], verbs: ["get", "update", "patch"] },
+    { apiGroups: ["example.com"], resources: ["widgets/status"], verbs: ["get", "patch"] },
   ]);
 });
 
@@ -133,6 +135,7 @@ test("watchNamespace: namespaced kinds in a Role there; cluster-scoped kinds kee
     watchNamespace: "apps",
     controllers,
     resolve,
+    ownKinds: [Widgets, Gadgets],
     leaderElection: false,
   });
   assert.deepEqual(
@@ -150,10 +153,9 @@ test("watchNamespace: namespaced kinds in a Role there; cluster-scoped kinds kee
     {
       apiGroups: ["example.com"],
       resources: ["gadgets"],
-      verbs: ["get", "list", "watch", "update", "patch"],
+      verbs: ["get", "list", "watch", "patch"],
     },
-    { apiGroups: ["example.com"], resources: ["gadgets/finalizers"], verbs: ["update"] },
-    { apiGroups: ["example.com"], resources: ["gadgets/status"], verbs: ["get", "update", "patch"] },
+    { apiGroups: ["example.com"], resources: ["gadgets/status"], verbs: ["get", "patch"] },
   ]);
   const role = byKind(objs, "Role")[0] as unknown as Rules;
   assert.deepEqual(role.rules, [
@@ -162,21 +164,21 @@ test("watchNamespace: namespaced kinds in a Role there; cluster-scoped kinds kee
     {
       apiGroups: [""],
       resources: ["secrets"],
-      verbs: ["get", "list", "watch", "create", "update", "patch", "delete"],
+      verbs: ["get", "list", "watch", "create", "patch", "delete"],
     },
     {
       apiGroups: ["apps"],
       resources: ["deployments"],
-      verbs: ["get", "list", "watch", "create", "update", "patch", "delete"],
+      verbs: ["get", "list", "watch", "create", "patch", "delete"],
     },
     { apiGroups: ["events.k8s.io"], resources: ["events"], verbs: ["create", "patch"] },
     {
       apiGroups: ["example.com"],
       resources: ["widgets"],
-      verbs: ["get", "list", "watch", "update", "patch"],
+      verbs: ["get", "list", "watch", "patch"],
     },
     { apiGroups: ["example.com"], resources: ["widgets/finalizers"], verbs: ["update"] },
-    { apiGroups: ["example.com"], resources: ["widgets/status"], verbs: ["get", "update", "patch"] },
+    { apiGroups: ["example.com"], resources: ["widgets/status"], verbs: ["get", "patch"] },
   ]);
 });
 
@@ -210,17 +212,51 @@ test("extra rules merge with derived ones; narrowed rules stay separate; order i
   const b = await rbacFor({ ...input, extraRules: [...input.extraRules].reverse() });
   assert.deepEqual(a, b);
   assert.deepEqual((a[0] as unknown as Rules).rules, [
-    {
-      apiGroups: [""],
-      resources: ["configmaps"],
-      verbs: ["get", "list", "watch", "update", "patch", "delete"],
-    },
-    { apiGroups: [""], resources: ["configmaps/finalizers"], verbs: ["update"] },
-    { apiGroups: [""], resources: ["configmaps/status"], verbs: ["get", "update", "patch"] },
+    { apiGroups: [""], resources: ["configmaps"], verbs: ["get", "list", "watch", "delete"] },
     { apiGroups: [""], resources: ["events"], verbs: ["create", "patch"] },
     { apiGroups: ["events.k8s.io"], resources: ["events"], verbs: ["create", "patch"] },
     { apiGroups: [""], resources: ["secrets"], verbs: ["get"], resourceNames: ["a", "b"] },
     { nonResourceURLs: ["/metrics"], verbs: ["get"] },
+  ]);
+});
+
+test("without ownKinds no reconciled kind is written; declared permissions add exactly their verbs", async () => {
+  const Jobs = kindRef("batch/v1", "Job");
+  const Pods = kindRef("v1", "Pod");
+  const objs = await rbacFor({
+    name: "op",
+    namespace: "op-system",
+    watchNamespace: "apps",
+    leaderElection: false,
+    controllers: [
+      { forKind: Widgets, ownedKinds: [], watchedKinds: [] },
+      {
+        forKind: Jobs,
+        ownedKinds: [],
+        watchedKinds: [Gadgets],
+        rbac: [
+          { kind: Jobs, verbs: ["delete"] },
+          { kind: Pods, verbs: ["create"], subresource: "binding" },
+          { kind: Gadgets, verbs: ["update"] },
+          { apiGroups: [""], resources: ["nodes"], verbs: ["get"] },
+        ],
+      },
+    ],
+    resolve,
+  });
+  const cr = byKind(objs, "ClusterRole")[0] as unknown as Rules;
+  // Cluster-scoped: the declared update on gadgets and the raw rule (no scope hint).
+  assert.deepEqual(cr.rules, [
+    { apiGroups: [""], resources: ["nodes"], verbs: ["get"] },
+    { apiGroups: ["example.com"], resources: ["gadgets"], verbs: ["get", "list", "watch", "update"] },
+  ]);
+  const role = byKind(objs, "Role")[0] as unknown as Rules;
+  assert.deepEqual(role.rules, [
+    { apiGroups: [""], resources: ["events"], verbs: ["create", "patch"] },
+    { apiGroups: [""], resources: ["pods/binding"], verbs: ["create"] },
+    { apiGroups: ["batch"], resources: ["jobs"], verbs: ["get", "list", "watch", "delete"] },
+    { apiGroups: ["events.k8s.io"], resources: ["events"], verbs: ["create", "patch"] },
+    { apiGroups: ["example.com"], resources: ["widgets"], verbs: ["get", "list", "watch"] },
   ]);
 });
 

@@ -1,15 +1,17 @@
 /**
- * Least-privilege RBAC derived from what controllers declare (`for`, `owns`, `watches`), so the
- * permissions an operator is deployed with can never drift from what its code does. Output is
- * deterministic: the same declarations always yield byte-identical manifests.
+ * Least-privilege RBAC derived from what controllers declare (`for`, `owns`, `watches`, `rbac`), so the
+ * permissions an operator is deployed with can never drift from what its code does. Reading is derived
+ * from the watches; writing only from what opkit's helpers do for a controller (children, status,
+ * finalizers, Events) and from what the controller declares, since inferring writes from arbitrary code
+ * is not reliable. Output is deterministic: the same declarations always yield byte-identical manifests.
  */
 import { groupOf, type KindRef, type KubeObject } from "../client/types.ts";
 import { knownKind } from "../client/scopes.ts";
 import { defaultPlural } from "../api/kind.ts";
 import type { ResourceMapping } from "../client/mapping.ts";
-import type { ExtraPolicyRule, PolicyRule } from "../client/builtins.ts";
+import type { ControllerPermission, ExtraPolicyRule, PolicyRule } from "../client/builtins.ts";
 
-export type { ExtraPolicyRule, PolicyRule };
+export type { ControllerPermission, ExtraPolicyRule, PolicyRule };
 
 /** What RBAC needs to know about a kind: its API group, plural resource and scope. */
 export interface ResolvedKind {
@@ -30,14 +32,17 @@ export type KindResolver = (kind: KindRef) => Promise<ResolvedKind> | ResolvedKi
 /** The parts of a Controller that determine its permissions. */
 export interface ControllerPermissions {
   /**
-   * The reconciled kind: read, update and patch, plus its status and (for owner references) finalizers
-   * subresources.
+   * The reconciled kind: read; when it is one of the operator's own kinds (`RbacInput.ownKinds`) also
+   * patch (finalizers) and its status (get, patch); when the controller owns children, update of its
+   * `finalizers` subresource (to set blockOwnerDeletion on them).
    */
   forKind: KindRef;
-  /** Kinds it creates and owns: read and write (create, update, patch, delete). */
+  /** Kinds it creates and owns: read, and what `reconcileChildren` writes (create, patch, delete). */
   ownedKinds: readonly KindRef[];
   /** Kinds it only watches: get, list, watch. */
   watchedKinds: readonly KindRef[];
+  /** What its code writes beyond these defaults (`controller(...).rbac([...])`). */
+  rbac?: readonly ControllerPermission[];
 }
 
 /**
@@ -64,8 +69,8 @@ export interface RbacInput {
    * update/patch (finalizers live in its metadata), its status, its finalizers. A reconciled kind that is
    * not the operator's own (a built-in such as Pods, or another project's CRD) is only read, plus
    * `<resource>/finalizers` update when the controller owns children (to set blockOwnerDeletion); any
-   * write to it is asked for in `extraRules`. Compared by group and kind (every version). Omitted: every
-   * reconciled kind counts as the operator's own.
+   * write to it is declared in the controller's `rbac` (or `extraRules`). Compared by group and kind
+   * (every version). Omitted: no reconciled kind counts as the operator's own, so none is written.
    */
   ownKinds?: readonly KindRef[];
 }
@@ -82,7 +87,8 @@ export class RbacGenerationError extends Error {
 }
 
 const READ = ["get", "list", "watch"];
-const WRITE = ["create", "update", "patch", "delete"];
+/** What `reconcileChildren` does to children: apply (create, patch) and prune (delete). */
+const CHILD_WRITE = ["create", "patch", "delete"];
 const RBAC_API = "rbac.authorization.k8s.io/v1";
 
 /** Verbs in the order kubectl and kubebuilder print them, so generated rules read naturally. */
@@ -198,39 +204,53 @@ export async function rbacFor(input: RbacInput): Promise<KubeObject[]> {
   // By group and kind: every version of an own kind is the operator's own.
   const groupKind = (k: KindRef) =>
     `${k.apiVersion.includes("/") ? k.apiVersion.split("/")[0] : ""}/${k.kind}`;
-  const own = input.ownKinds && new Set(input.ownKinds.map(groupKind));
+  const own = new Set((input.ownKinds ?? []).map(groupKind));
   for (const c of input.controllers) {
     note({ kind: c.forKind, role: "for", ownsChildren: c.ownedKinds.length > 0 });
     for (const k of c.ownedKinds) note({ kind: k, role: "owns" });
     for (const k of c.watchedKinds) note({ kind: k, role: "watches" });
   }
-
-  for (const uses of [...roles.values()]) {
-    const kind = uses[0]!.kind;
-    let r: ResolvedKind;
+  const resolveKind = async (kind: KindRef): Promise<ResolvedKind> => {
     try {
-      r = await input.resolve(kind);
+      return await input.resolve(kind);
     } catch (err) {
       throw new RbacGenerationError(
         `cannot resolve ${kind.apiVersion} ${kind.kind} to a resource: ${err instanceof Error ? err.message : String(err)}`,
       );
     }
+  };
+
+  for (const uses of [...roles.values()]) {
+    const kind = uses[0]!.kind;
+    const r = await resolveKind(kind);
     const set = scoped(r.namespaced);
     // Every cached kind is listed and watched by the informer and read by reconcilers.
     set.add(r.group, r.resource, READ);
-    const ours = !own || own.has(groupKind(kind));
+    const ours = own.has(groupKind(kind));
     for (const u of uses) {
       if (u.role === "for" && ours) {
-        // Finalizers live in the object's metadata: adding and removing them patches the object itself.
-        set.add(r.group, r.resource, ["update", "patch"]);
-        set.add(r.group, `${r.resource}/status`, ["get", "update", "patch"]);
-        // Needed to set blockOwnerDeletion on children (OwnerReferencesPermissionEnforcement).
-        set.add(r.group, `${r.resource}/finalizers`, ["update"]);
-      } else if (u.role === "for" && u.ownsChildren) {
-        // Someone else's kind: read only, but its children carry blockOwnerDeletion.
-        set.add(r.group, `${r.resource}/finalizers`, ["update"]);
-      } else if (u.role === "owns") {
-        set.add(r.group, r.resource, WRITE);
+        // What the helpers write: finalizers (ensureFinalizer/removeFinalizer patch the object) and the
+        // status (updateStatus patches the subresource).
+        set.add(r.group, r.resource, ["patch"]);
+        set.add(r.group, `${r.resource}/status`, ["get", "patch"]);
+      }
+      // Needed to set blockOwnerDeletion on children (OwnerReferencesPermissionEnforcement), whoever
+      // owns the reconciled kind.
+      if (u.role === "for" && u.ownsChildren) set.add(r.group, `${r.resource}/finalizers`, ["update"]);
+      if (u.role === "owns") set.add(r.group, r.resource, CHILD_WRITE);
+    }
+  }
+
+  // What the controllers declare they write beyond the defaults.
+  for (const c of input.controllers) {
+    for (const p of c.rbac ?? []) {
+      if ("kind" in p) {
+        const r = await resolveKind(p.kind);
+        const resource = p.subresource ? `${r.resource}/${p.subresource}` : r.resource;
+        scoped(r.namespaced).add(r.group, resource, p.verbs);
+      } else {
+        const { namespaced, ...plain } = p;
+        scoped(namespaced === true).addRule(plain);
       }
     }
   }

@@ -7,6 +7,7 @@
  * Where the API server reaches the server is the caller's choice: a Service in the cluster (the
  * generated manifests) or a URL (local development, tests). Pure and deterministic.
  */
+import type { WebhookClientConfig } from "../client/models/apiextensions/v1.ts";
 import type { KubeObject } from "../client/types.ts";
 import type { AdmissionWebhook } from "./admission.ts";
 import { WebhookDefinitionError } from "./admission.ts";
@@ -34,24 +35,11 @@ export type WebhookTarget =
       caBundle?: string;
     };
 
-/** `clientConfig` of a webhook entry or a CRD conversion webhook. */
-export interface WebhookClientConfig {
-  /** An https URL the API server calls (webhooks running outside the cluster, e.g. local development). */
-  url?: string;
-  /** The in-cluster Service the API server calls. */
-  service?: {
-    /** The Service's name. */
-    name: string;
-    /** The Service's namespace. */
-    namespace: string;
-    /** The URL path of the handler. */
-    path: string;
-    /** The Service port. */
-    port: number;
-  };
-  /** Base64 of the CA PEM. */
-  caBundle?: string;
-}
+/**
+ * `clientConfig` of a webhook entry or a CRD conversion webhook: the built-in model (admissionregistration
+ * and apiextensions declare the same shape), one type for the configurations and the generated manifests.
+ */
+export type { WebhookClientConfig };
 
 /** A CRD's `spec.conversion` for the Webhook strategy. */
 export interface CrdConversion {
