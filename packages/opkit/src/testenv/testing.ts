@@ -254,7 +254,10 @@ export async function startOwnedEnv(name: string, options: number | UpOptions = 
   };
   process.once("SIGINT", onSignal);
   process.once("SIGTERM", onSignal);
-  await cp.up(typeof options === "number" ? { nodes: options } : options);
+  const up = await cp.up(typeof options === "number" ? { nodes: options } : options);
+  // What the release lacks of the requested settings: visible in the test output, not only in the state.
+  for (const n of up.notes)
+    process.stderr.write(`opkit env "${name}" (Kubernetes ${up.kubernetesVersion}): ${n}\n`);
   const child = spawn(process.execPath, [watchdog, String(process.pid), name], {
     detached: true,
     stdio: "ignore",
