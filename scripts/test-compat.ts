@@ -7,11 +7,14 @@
  *   node --conditions=opkit-source scripts/test-compat.ts [--versions 1.34,1.35] [--no-build] [--no-docs]
  *
  * A release that is not built is built first (about 20 minutes each on 2 cores) unless --no-build, which
- * marks it "not built" in the table instead. Exits 1 when any test failed on any release.
+ * marks it "not built" in the table instead. Each release's results are kept in
+ * `<opkit cache>/compat/<version>.json`, so releases can be run one at a time (`--versions`) and the table
+ * still covers every supported release (with the date of each one's last run). Exits 1 when any test failed
+ * on a release run now.
  */
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdtemp, readFile, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { parseArgs } from "node:util";
@@ -21,6 +24,7 @@ import {
   SUPPORTED_KUBERNETES_VERSIONS,
   TEST_ENV_VARIABLE,
   buildControlPlane,
+  cacheDir,
   missingBinaries,
   resolveKubernetesVersion,
 } from "opkit/testenv";
@@ -74,7 +78,12 @@ interface VersionRun {
   /** Why nothing ran (not built, build failed). */
   absent?: string;
   ms: number;
+  /** When it ran (ISO date). */
+  date: string;
 }
+
+const resultsDir = join(cacheDir(), "compat");
+const resultFile = (version: string): string => join(resultsDir, `${version}.json`);
 
 function runSubset(version: string, out: string): Promise<number> {
   const env: NodeJS.ProcessEnv = { ...process.env, [KUBERNETES_VERSION_VARIABLE]: version };
@@ -96,6 +105,7 @@ function runSubset(version: string, out: string): Promise<number> {
   });
 }
 
+const today = (): string => new Date().toISOString().slice(0, 10);
 const runs: VersionRun[] = [];
 const dir = await mkdtemp(join(tmpdir(), "opkit-compat-"));
 for (const version of versions) {
@@ -103,7 +113,7 @@ for (const version of versions) {
   console.log(`\n=== Kubernetes ${version} ===`);
   if (missingBinaries(version).length > 0) {
     if (!build) {
-      runs.push({ version, records: [], absent: "not built", ms: 0 });
+      console.log(`not built: skipped (opkit env build --kubernetes-version ${version})`);
       continue;
     }
     try {
@@ -114,7 +124,7 @@ for (const version of versions) {
       console.log(`built Kubernetes ${version} in ${(r.elapsedMs / 60_000).toFixed(1)} min`);
     } catch (err) {
       console.error(err instanceof Error ? err.message : String(err));
-      runs.push({ version, records: [], absent: "build failed", ms: Date.now() - started });
+      runs.push({ version, records: [], absent: "build failed", ms: Date.now() - started, date: today() });
       continue;
     }
   }
@@ -127,11 +137,27 @@ for (const version of versions) {
     .map((l) => JSON.parse(l) as CompatRecord);
   if (code !== 0 && !records.some((r) => r.outcome === "fail"))
     records.push({ file: "(run)", name: `node --test exited ${code}`, outcome: "fail", ms: 0 });
-  runs.push({ version, records, ms: Date.now() - started });
+  const run: VersionRun = { version, records, ms: Date.now() - started, date: today() };
+  runs.push(run);
+  await mkdir(resultsDir, { recursive: true });
+  await writeFile(resultFile(version), JSON.stringify(run));
+}
+const failedNow = runs.some(
+  (r) => r.records.some((x) => x.outcome === "fail") || r.absent === "build failed",
+);
+
+// The table covers every supported release: this run's results, else the last kept ones.
+const table: VersionRun[] = [];
+for (const version of SUPPORTED_KUBERNETES_VERSIONS) {
+  const now = runs.find((r) => r.version === version);
+  if (now) table.push(now);
+  else if (existsSync(resultFile(version)))
+    table.push(JSON.parse(await readFile(resultFile(version), "utf8")) as VersionRun);
+  else table.push({ version, records: [], absent: "not run", ms: 0, date: "" });
 }
 
 const short = (file: string): string => relative(root, file).replace(/\.int\.test\.ts$/, "");
-const files = [...new Set(runs.flatMap((r) => r.records.map((x) => short(x.file))))].sort();
+const files = [...new Set(table.flatMap((r) => r.records.map((x) => short(x.file))))].sort();
 const cell = (run: VersionRun, file: string): string => {
   if (run.absent) return run.absent;
   const rs = run.records.filter((r) => short(r.file) === file);
@@ -142,23 +168,23 @@ const cell = (run: VersionRun, file: string): string => {
     (n("fail") > 0 ? `**${n("fail")} fail**, ` : "") + text + (n("skip") > 0 ? `, ${n("skip")} skipped` : "")
   );
 };
-const header = `| test file | ${runs.map((r) => r.version + (r.version === KUBERNETES_VERSION ? " (default)" : "")).join(" | ")} |`;
+const header = `| test file | ${table.map((r) => r.version + (r.version === KUBERNETES_VERSION ? " (default)" : "")).join(" | ")} |`;
 const lines = [
   START,
   "",
   header,
-  `|---|${runs.map(() => "---").join("|")}|`,
-  ...files.map((f) => `| \`${f}\` | ${runs.map((r) => cell(r, f)).join(" | ")} |`),
-  `| **all** | ${runs
+  `|---|${table.map(() => "---").join("|")}|`,
+  ...files.map((f) => `| \`${f}\` | ${table.map((r) => cell(r, f)).join(" | ")} |`),
+  `| **all** | ${table
     .map((r) =>
       r.absent
         ? r.absent
-        : `${r.records.filter((x) => x.outcome === "pass").length}/${r.records.length} pass in ${(r.ms / 60_000).toFixed(1)} min`,
+        : `${r.records.filter((x) => x.outcome === "pass").length}/${r.records.length} pass in ${(r.ms / 60_000).toFixed(1)} min (${r.date})`,
     )
     .join(" | ")} |`,
   "",
 ];
-const notes = runs.flatMap((r) =>
+const notes = table.flatMap((r) =>
   r.records
     .filter((x) => x.outcome !== "pass")
     .map(
@@ -168,21 +194,17 @@ const notes = runs.flatMap((r) =>
 );
 if (notes.length > 0)
   lines.push("Skipped and failed tests, with the reason:", "", ...[...new Set(notes)], "");
-lines.push(`Run on ${new Date().toISOString().slice(0, 10)} with \`make test-compat\`.`, "", END);
-const table = lines.join("\n");
-console.log(`\n${table}`);
+lines.push("Written by `make test-compat` (one shared env per release).", "", END);
+const text = lines.join("\n");
+console.log(`\n${text}`);
 
 if (values.docs && !values["no-docs"]) {
   const doc = existsSync(DOC) ? await readFile(DOC, "utf8") : "";
   const a = doc.indexOf(START);
   const b = doc.indexOf(END);
   if (a >= 0 && b > a) {
-    await writeFile(DOC, doc.slice(0, a) + table + doc.slice(b + END.length));
+    await writeFile(DOC, doc.slice(0, a) + text + doc.slice(b + END.length));
     console.log(`table written to ${relative(root, DOC)}`);
   } else console.log(`${relative(root, DOC)} has no test-compat markers: the table is printed above only`);
 }
-process.exitCode = runs.some(
-  (r) => r.records.some((x) => x.outcome === "fail") || r.absent === "build failed",
-)
-  ? 1
-  : 0;
+process.exitCode = failedNow ? 1 : 0;
