@@ -4,7 +4,7 @@
  * operator) on each supported Kubernetes release in turn, one shared env per release, then a table of what
  * passed in docs/compatibility.md (between the markers of its "Kubernetes versions" section).
  *
- *   node --conditions=opkit-source scripts/test-compat.ts [--versions 1.34,1.35] [--no-build] [--no-docs]
+ *   node --conditions=opkit-source scripts/test-compat.ts [--versions 1.34,1.35] [--files a,b] [--no-build] [--no-docs]
  *
  * A release that is not built is built first (about 20 minutes each on 2 cores) unless --no-build, which
  * marks it "not built" in the table instead. Each release's results are kept in
@@ -61,6 +61,7 @@ export const COMPAT_SUBSET = [
 const { values } = parseArgs({
   options: {
     versions: { type: "string" },
+    files: { type: "string" },
     build: { type: "boolean", default: true },
     "no-build": { type: "boolean", default: false },
     docs: { type: "boolean", default: true },
@@ -96,7 +97,7 @@ function runSubset(version: string, out: string): Promise<number> {
     "--test-reporter-destination=stdout",
     "--test-reporter=./scripts/compat-reporter.ts",
     `--test-reporter-destination=${out}`,
-    ...COMPAT_SUBSET,
+    ...(values.files ? values.files.split(",") : COMPAT_SUBSET),
   ];
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, args, { cwd: root, env, stdio: "inherit" });
