@@ -76,8 +76,10 @@ export async function pruneBuilds(opts: PruneOptions = {}): Promise<PruneResult>
     const exes = Object.values(s.components).map((c) => c.exe);
     for (const e of entries) {
       const dir = join(root, e);
-      if (exes.some((x) => x.startsWith(dir + sep)) || dir === releaseDir(s.kubernetesVersion))
-        used.set(dir, `env "${name}" runs it`);
+      // An env that recorded no process yet (starting now) will run its release's current build.
+      const runs =
+        exes.length > 0 ? exes.some((x) => x.startsWith(dir + sep)) : dir === releaseDir(s.kubernetesVersion);
+      if (runs) used.set(dir, `env "${name}" runs it`);
     }
   }
   const removed: PrunedBuild[] = [];
