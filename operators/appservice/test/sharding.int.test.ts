@@ -280,7 +280,14 @@ describe("AppService operator, sharded", () => {
     diagnose(async () => {
       const started = performance.now();
       await Promise.all([startReplica(), startReplica(), startReplica()]);
-      for (const r of replicas) assert.equal(r.mode, "server", "the test env has ShardedListAndWatch on");
+      // Releases before 1.36 lack ShardedListAndWatch: the replicas detect it and filter on the client.
+      const serverSide = env.featureGates.ShardedListAndWatch === true;
+      if (!serverSide)
+        process.stderr.write(
+          `Kubernetes ${env.kubernetesVersion} lacks ShardedListAndWatch: client-side filtering\n`,
+        );
+      for (const r of replicas)
+        assert.equal(r.mode, serverSide ? "server" : "client", "the mode follows the gate");
       const spread = await eventually(
         "16 shards over 3 replicas, at most 6 each",
         () => balanced(replicas, 6),
@@ -339,17 +346,19 @@ describe("AppService operator, sharded", () => {
         assert.ok(f.appServices > 0, "opkit_shard_keys counts its AppServices");
         // Its own shards' changes (about one per AppService it holds, plus a few status writes still
         // settling), not everyone's: how many it holds depends on how 30 random namespaces hash.
-        assert.ok(
-          f.events < NAMESPACES * PER_NAMESPACE && f.events <= f.appServices * 1.5 + 10,
-          `a replica receives only its shards' events: ${f.events} for its ${f.appServices} AppServices`,
-        );
+        if (serverSide)
+          assert.ok(
+            f.events < NAMESPACES * PER_NAMESPACE && f.events <= f.appServices * 1.5 + 10,
+            `a replica receives only its shards' events: ${f.events} for its ${f.appServices} AppServices`,
+          );
       }
       // Each label change reaches one replica (a status write still settling may add a few events).
       const events = serverFigures.reduce((a, f) => a + f.events, 0);
-      assert.ok(
-        events >= NAMESPACES * PER_NAMESPACE && events < NAMESPACES * PER_NAMESPACE * 1.5,
-        `each label change reached one replica: ${events} events in all`,
-      );
+      if (serverSide)
+        assert.ok(
+          events >= NAMESPACES * PER_NAMESPACE && events < NAMESPACES * PER_NAMESPACE * 1.5,
+          `each label change reached one replica: ${events} events in all`,
+        );
       assert.equal(
         serverFigures.reduce((a, f) => a + f.appServices, 0),
         NAMESPACES * PER_NAMESPACE,

@@ -13,10 +13,15 @@ import {
   DEFAULT_NODES,
   DEFAULT_STORAGE_CLASS,
   KUBERNETES_VERSION,
+  KUBERNETES_VERSION_VARIABLE,
   ETCD_VERSION,
   KWOK_VERSION,
+  SUPPORTED_KUBERNETES_VERSIONS,
   binDir,
   buildControlPlane,
+  missingBinaries,
+  pruneBuilds,
+  resolveKubernetesVersion,
   type BuildProgress,
   type ComponentName,
 } from "opkit/testenv";
@@ -56,9 +61,17 @@ export function buildReporter(): (p: BuildProgress) => void {
   };
 }
 
+const versionOpt = [
+  "--kubernetes-version <version>",
+  `the Kubernetes release: ${SUPPORTED_KUBERNETES_VERSIONS.map((v) => v.replace(/^v(\d+\.\d+)\..*$/, "$1")).join(", ")} ` +
+    `(a minor picks its tested patch) or a full version such as v1.34.2; default $${KUBERNETES_VERSION_VARIABLE}, else ${KUBERNETES_VERSION}`,
+] as const;
+
+const mb = (bytes: number): string => `${(bytes / 1024 / 1024).toFixed(0)} MB`;
+
 export function envCommand(): Command {
   const env = new Command("env").description(
-    `a real local Kubernetes control plane (Kubernetes ${KUBERNETES_VERSION}, etcd ${ETCD_VERSION}, kwok ${KWOK_VERSION})`,
+    `a real local Kubernetes control plane (Kubernetes ${SUPPORTED_KUBERNETES_VERSIONS.join(", ")}; default ${KUBERNETES_VERSION}; etcd ${ETCD_VERSION}, kwok ${KWOK_VERSION})`,
   );
   const nameOpt = ["--name <name>", "environment name (several can run side by side)", "default"] as const;
 
@@ -68,13 +81,43 @@ export function envCommand(): Command {
       "build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and kwok from Go modules",
     )
     .option("--force", "rebuild even if cached")
-    .action(async (o: { force?: boolean }) => {
-      const r = await buildControlPlane({ force: o.force, onProgress: buildReporter() });
+    .option(...versionOpt)
+    .action(async (o: { force?: boolean; kubernetesVersion?: string }) => {
+      const kubernetesVersion = resolveKubernetesVersion(o.kubernetesVersion);
+      const r = await buildControlPlane({ force: o.force, kubernetesVersion, onProgress: buildReporter() });
       console.log(
         r.built.length
-          ? `built ${r.built.join(", ")} in ${secs(r.elapsedMs)} → ${r.binDir}`
-          : `up to date: ${r.binDir}`,
+          ? `built Kubernetes ${r.kubernetesVersion} (${r.built.join(", ")}) in ${secs(r.elapsedMs)} → ${r.binDir}`
+          : `up to date: Kubernetes ${r.kubernetesVersion} in ${r.binDir}`,
       );
+    });
+
+  env
+    .command("versions")
+    .description("list the supported Kubernetes releases and which are built")
+    .action(() => {
+      for (const v of SUPPORTED_KUBERNETES_VERSIONS) {
+        const built = missingBinaries(v).length === 0;
+        console.log(
+          `${v.padEnd(10)}${(v === KUBERNETES_VERSION ? "default" : "").padEnd(9)}${built ? `built ${binDir(v)}` : "not built (opkit env build --kubernetes-version " + v + ")"}`,
+        );
+      }
+    });
+
+  env
+    .command("prune")
+    .description(
+      `remove the cached builds of Kubernetes releases no env uses (the default ${KUBERNETES_VERSION} stays unless --all)`,
+    )
+    .option("--all", "also remove the default release's build when no env uses it")
+    .option("--dry-run", "only say what would be removed")
+    .action(async (o: { all?: boolean; dryRun?: boolean }) => {
+      const r = await pruneBuilds({ all: o.all, dryRun: o.dryRun });
+      for (const k of r.kept) console.log(`kept     ${k.path} (${mb(k.bytes)}): ${k.reason}`);
+      for (const k of r.removed)
+        console.log(`${o.dryRun ? "would rm" : "removed "} ${k.path} (${mb(k.bytes)})`);
+      const freed = r.removed.reduce((n, k) => n + k.bytes, 0);
+      console.log(`${o.dryRun ? "would free" : "freed"} ${mb(freed)}`);
     });
 
   env
@@ -92,6 +135,7 @@ export function envCommand(): Command {
       "feature gates for kube-apiserver, kube-controller-manager and kube-scheduler, e.g. ShardedListAndWatch=true",
       "",
     )
+    .option(...versionOpt)
     .addHelpText(
       "after",
       `\nThe env has a default StorageClass "${DEFAULT_STORAGE_CLASS}" whose claims get local volumes, a /16 Service range\n` +
@@ -105,9 +149,11 @@ export function envCommand(): Command {
         nodeCpu: string;
         nodeMemory: string;
         featureGates: string;
+        kubernetesVersion?: string;
       }) => {
         const cp = new ControlPlane(o.name);
         const r = await cp.up({
+          kubernetesVersion: o.kubernetesVersion,
           nodes: o.nodes,
           maxPods: o.maxPods,
           nodeCpu: o.nodeCpu,
@@ -124,7 +170,10 @@ export function envCommand(): Command {
                 r.differences.map((d) => `  ${d}\n`).join(""),
             );
           }
-        } else process.stderr.write(`env "${o.name}" is up in ${secs(r.elapsedMs)}\n`);
+        } else
+          process.stderr.write(
+            `env "${o.name}" (Kubernetes ${r.kubernetesVersion}) is up in ${secs(r.elapsedMs)}\n`,
+          );
         console.log(r.kubeconfig);
       },
     );
@@ -213,7 +262,8 @@ export function envCommand(): Command {
     .allowUnknownOption()
     .action(async (args: string[], o: { name: string }) => {
       const cp = new ControlPlane(o.name);
-      const r = spawnSync(join(binDir(), "kubectl"), ["--kubeconfig", cp.kubeconfigPath, ...args], {
+      const version = (await cp.state())?.kubernetesVersion;
+      const r = spawnSync(join(binDir(version), "kubectl"), ["--kubeconfig", cp.kubeconfigPath, ...args], {
         stdio: "inherit",
       });
       process.exitCode = r.status ?? 1;
@@ -222,8 +272,9 @@ export function envCommand(): Command {
   env
     .command("path")
     .description("print the directory of the built binaries")
-    .action(() => {
-      console.log(binDir());
+    .option(...versionOpt)
+    .action((o: { kubernetesVersion?: string }) => {
+      console.log(binDir(resolveKubernetesVersion(o.kubernetesVersion)));
     });
 
   return env;

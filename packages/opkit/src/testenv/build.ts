@@ -3,22 +3,25 @@
  *
  * k8s.io/kubernetes cannot be `go install`ed: its go.mod replaces every staging module with a local
  * path. A wrapper module of ours requires the release and replaces each staging module with its
- * published v0.X.Y tag (read from the release's own go.mod, never typed by hand). etcd is built from
- * the same module graph (the version Kubernetes was tested with). kwok gets a wrapper of its own so
- * that its library versions cannot clash with the control plane's.
+ * published v0.X.Y tag (read from the release's own go.mod, never typed by hand). etcd and kwok get a
+ * wrapper each, built once and linked into every release: forcing etcd's server into a Kubernetes
+ * module graph would move that release's own etcd client (1.34 is tested with 3.6.4, 1.37 with 3.7.0).
  */
 import { spawn } from "node:child_process";
 import { createWriteStream, existsSync } from "node:fs";
-import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { copyFile, link, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { basename, join } from "node:path";
+import { BUILDING_FILE } from "./prune.ts";
 import {
   BUILD_DATE,
   COMPONENT_BINARIES,
   ETCD_VERSION,
-  KUBERNETES_VERSION,
   KWOK_VERSION,
+  SUPPORTED_KUBERNETES_VERSIONS,
   binDir,
   releaseDir,
+  resolveKubernetesVersion,
+  sharedBuildDir,
   type BinaryName,
 } from "./versions.ts";
 
@@ -62,7 +65,11 @@ export interface BuildProgress {
   elapsedMs: number;
 }
 
+/** Options of `buildControlPlane`. */
 export interface BuildOptions {
+  /** The Kubernetes release to build: a minor ("1.34") or a full version; default as `resolveKubernetesVersion`. */
+  kubernetesVersion?: string;
+  /** Told about each step, e.g. to print progress. */
   onProgress?: (p: BuildProgress) => void;
   /** Rebuild even when the binaries exist. */
   force?: boolean;
@@ -72,6 +79,8 @@ export interface BuildOptions {
 export interface BuildResult {
   /** Where the binaries are. */
   binDir: string;
+  /** The Kubernetes release built. */
+  kubernetesVersion: string;
   /** The binaries built now (empty when everything was cached). */
   built: BinaryName[];
   /** Total time taken. */
@@ -85,68 +94,128 @@ const K8S_PACKAGES: Record<Exclude<BinaryName, "kwok" | "etcd">, string> = {
   kubectl: "k8s.io/kubernetes/cmd/kubectl",
 };
 
+/** etcd and kwok: built once each, in a wrapper module of their own, and linked into every release. */
+const SHARED_TOOLS = {
+  etcd: { module: "go.etcd.io/etcd/server/v3", version: ETCD_VERSION, pkg: "go.etcd.io/etcd/server/v3" },
+  kwok: { module: "sigs.k8s.io/kwok", version: KWOK_VERSION, pkg: "sigs.k8s.io/kwok/cmd/kwok" },
+} as const;
+
 /**
- * The control-plane binaries not built yet for the pinned versions; empty means `env up` can start without a
- * build.
+ * The control-plane binaries of a Kubernetes release (default: the one `resolveKubernetesVersion()` picks) not
+ * built yet; empty means `env up` can start without a build.
  */
-export function missingBinaries(): BinaryName[] {
-  return COMPONENT_BINARIES.filter((b) => !existsSync(join(binDir(), b)));
+export function missingBinaries(version: string = resolveKubernetesVersion()): BinaryName[] {
+  return COMPONENT_BINARIES.filter((b) => !existsSync(join(binDir(version), b)));
 }
 
-/** Build every missing binary (all of them with `force`). Safe to call when everything is cached. */
+/**
+ * Build every missing binary of a Kubernetes release (all of them with `force`). Safe to call when everything
+ * is cached. etcd and kwok are built once for all releases and linked into each release's bin directory.
+ */
 export async function buildControlPlane(opts: BuildOptions = {}): Promise<BuildResult> {
+  const version = resolveKubernetesVersion(opts.kubernetesVersion);
   const started = Date.now();
-  const todo = opts.force ? [...COMPONENT_BINARIES] : missingBinaries();
+  const bin = binDir(version);
+  const todo = opts.force ? [...COMPONENT_BINARIES] : missingBinaries(version);
   const progress = (step: string, state: BuildProgress["state"], since: number): void =>
     opts.onProgress?.({ step, state, elapsedMs: Date.now() - since });
   if (todo.length === 0) {
     progress("control plane", "cached", started);
-    return { binDir: binDir(), built: [], elapsedMs: 0 };
+    return { binDir: bin, kubernetesVersion: version, built: [], elapsedMs: 0 };
   }
   await checkGo();
-  const root = releaseDir();
+  const root = releaseDir(version);
   const log = join(root, "build.log");
-  await mkdir(binDir(), { recursive: true });
-  await writeFile(log, `opkit control-plane build ${new Date().toISOString()}\n`);
+  await mkdir(bin, { recursive: true });
+  await writeFile(log, `opkit control-plane build of Kubernetes ${version} ${new Date().toISOString()}\n`);
+  // `opkit env prune` leaves a directory alone while the process named here is alive.
+  const marks = [root, sharedBuildDir("etcd"), sharedBuildDir("kwok")];
+  for (const d of marks) {
+    await mkdir(d, { recursive: true });
+    await writeFile(join(d, BUILDING_FILE), String(process.pid));
+  }
+  try {
+    return await buildMissing(version, todo, opts, started, log);
+  } finally {
+    for (const d of marks) await rm(join(d, BUILDING_FILE), { force: true });
+  }
+}
 
-  const k8sTodo = todo.filter((b) => b !== "kwok");
+async function buildMissing(
+  version: string,
+  todo: BinaryName[],
+  opts: BuildOptions,
+  started: number,
+  log: string,
+): Promise<BuildResult> {
+  const root = releaseDir(version);
+  const bin = binDir(version);
+  const progress = (step: string, state: BuildProgress["state"], since: number): void =>
+    opts.onProgress?.({ step, state, elapsedMs: Date.now() - since });
+
+  for (const tool of ["etcd", "kwok"] as const) {
+    if (!todo.includes(tool)) continue;
+    const shared = join(sharedBuildDir(tool), "bin", tool);
+    if (opts.force || !existsSync(shared)) {
+      const t = Date.now();
+      progress(tool, "start", t);
+      await buildSharedTool(tool, log);
+      progress(tool, "done", t);
+    }
+    await linkInto(shared, bin, tool);
+  }
+
+  const k8sTodo = todo.filter((b): b is keyof typeof K8S_PACKAGES => b in K8S_PACKAGES);
   if (k8sTodo.length > 0) {
     const dir = join(root, "src", "kubernetes");
     let t = Date.now();
-    progress("kubernetes module graph", "start", t);
-    await writeKubernetesWrapper(dir, log);
-    progress("kubernetes module graph", "done", t);
+    progress(`kubernetes ${version} module graph`, "start", t);
+    await writeKubernetesWrapper(version, dir, log);
+    progress(`kubernetes ${version} module graph`, "done", t);
     for (const b of k8sTodo) {
       t = Date.now();
       progress(b, "start", t);
-      const pkg = b === "etcd" ? "go.etcd.io/etcd/server/v3" : K8S_PACKAGES[b];
-      const ldflags = b === "etcd" ? "-s -w" : `-s -w ${versionLdflags()}`;
-      await goBuild(dir, pkg, b, ldflags, log);
+      await rm(join(bin, `${b}.help`), { force: true }); // the flags and gates read from the old binary
+      await goBuild(dir, K8S_PACKAGES[b], join(bin, b), `-s -w ${versionLdflags(version)}`, log);
       progress(b, "done", t);
     }
   }
-  if (todo.includes("kwok")) {
-    const dir = join(root, "src", "kwok");
-    const t = Date.now();
-    progress("kwok", "start", t);
-    await mkdir(dir, { recursive: true });
-    await writeFile(
-      join(dir, "go.mod"),
-      `module opkit.dev/testenv/kwok\n\ngo 1.26.0\n\nrequire sigs.k8s.io/kwok ${KWOK_VERSION}\n`,
-    );
-    await writeFile(join(dir, "tools.go"), toolsFile(["sigs.k8s.io/kwok/cmd/kwok"]));
-    await run("go", ["mod", "tidy"], dir, log, "kwok module graph");
-    await goBuild(dir, "sigs.k8s.io/kwok/cmd/kwok", "kwok", "-s -w", log);
-    progress("kwok", "done", t);
-  }
-  return { binDir: binDir(), built: todo, elapsedMs: Date.now() - started };
+  return { binDir: bin, kubernetesVersion: version, built: todo, elapsedMs: Date.now() - started };
 }
 
-function versionLdflags(): string {
-  const [major, minor] = KUBERNETES_VERSION.replace(/^v/, "").split(".");
+/** Build etcd or kwok in a wrapper module that requires only it, so its library versions are its own. */
+async function buildSharedTool(tool: keyof typeof SHARED_TOOLS, log: string): Promise<void> {
+  const { module, version, pkg } = SHARED_TOOLS[tool];
+  const root = sharedBuildDir(tool);
+  const dir = join(root, "src");
+  await mkdir(dir, { recursive: true });
+  await mkdir(join(root, "bin"), { recursive: true });
+  await writeFile(
+    join(dir, "go.mod"),
+    `// Generated by opkit: builds ${tool} from its published module.\nmodule opkit.dev/testenv/${tool}\n\ngo 1.26.0\n\nrequire ${module} ${version}\n`,
+  );
+  await writeFile(join(dir, "tools.go"), toolsFile([pkg]));
+  await run("go", ["mod", "tidy"], dir, log, `${tool} module graph`);
+  await goBuild(dir, pkg, join(root, "bin", tool), "-s -w", log);
+}
+
+/** A hard link of a shared binary into a release's bin directory (a copy where links are not possible). */
+async function linkInto(shared: string, bin: string, name: string): Promise<void> {
+  const tmp = join(bin, `.${name}.link`);
+  await rm(tmp, { force: true });
+  try {
+    await link(shared, tmp);
+  } catch {
+    await copyFile(shared, tmp);
+  }
+  await rename(tmp, join(bin, name));
+}
+
+function versionLdflags(version: string): string {
+  const [major, minor] = version.replace(/^v/, "").split(".");
   const v = "k8s.io/component-base/version";
   return [
-    `-X ${v}.gitVersion=${KUBERNETES_VERSION}`,
+    `-X ${v}.gitVersion=${version}`,
     `-X ${v}.gitMajor=${major}`,
     `-X ${v}.gitMinor=${minor}`,
     `-X ${v}.gitTreeState=clean`,
@@ -154,22 +223,30 @@ function versionLdflags(): string {
   ].join(" ");
 }
 
-async function writeKubernetesWrapper(dir: string, log: string): Promise<void> {
+async function writeKubernetesWrapper(version: string, dir: string, log: string): Promise<void> {
   await mkdir(dir, { recursive: true });
   // The release's own go.mod names every staging module and the go/godebug lines to copy.
   const dl = await run(
     "go",
-    ["mod", "download", "-json", `k8s.io/kubernetes@${KUBERNETES_VERSION}`],
+    ["mod", "download", "-json", `k8s.io/kubernetes@${version}`],
     dir,
     log,
-    "download k8s.io/kubernetes",
-  );
+    `download k8s.io/kubernetes@${version}`,
+  ).catch((err: unknown) => {
+    throw err instanceof BuildError
+      ? new BuildError(
+          `download k8s.io/kubernetes@${version} (is ${version} a published release? the tested ones are ${SUPPORTED_KUBERNETES_VERSIONS.join(", ")})`,
+          err.logFile,
+          err.logTail,
+        )
+      : err;
+  });
   const info = JSON.parse(dl) as { GoMod?: string; Error?: string };
   if (!info.GoMod) throw new BuildError("download k8s.io/kubernetes", log, info.Error ?? dl.slice(-2000));
   const upstream = await readFile(info.GoMod, "utf8");
   const goLine = /^go (\S+)$/m.exec(upstream)?.[1] ?? "1.26.0";
   const godebug = /^godebug (.+)$/m.exec(upstream)?.[0] ?? "";
-  const stagingTag = KUBERNETES_VERSION.replace(/^v1\./, "v0.");
+  const stagingTag = version.replace(/^v1\./, "v0.");
   const staging = [...upstream.matchAll(/^\s*(k8s\.io\/[\w.-]+)\s*=>\s*\.\/staging\//gm)].map((m) => m[1]);
   if (staging.length === 0)
     throw new BuildError(
@@ -185,7 +262,7 @@ async function writeKubernetesWrapper(dir: string, log: string): Promise<void> {
     "",
     godebug,
     "",
-    `require (\n\tk8s.io/kubernetes ${KUBERNETES_VERSION}\n\tgo.etcd.io/etcd/server/v3 ${ETCD_VERSION}\n)`,
+    `require k8s.io/kubernetes ${version}`,
     "",
     "replace (",
     ...staging.map((m) => `\t${m} => ${m} ${stagingTag}`),
@@ -193,10 +270,8 @@ async function writeKubernetesWrapper(dir: string, log: string): Promise<void> {
     "",
   ].join("\n");
   await writeFile(join(dir, "go.mod"), gomod);
-  await writeFile(
-    join(dir, "tools.go"),
-    toolsFile(["go.etcd.io/etcd/server/v3", ...Object.values(K8S_PACKAGES)]),
-  );
+  await rm(join(dir, "go.sum"), { force: true });
+  await writeFile(join(dir, "tools.go"), toolsFile(Object.values(K8S_PACKAGES)));
   await run("go", ["mod", "tidy"], dir, log, "kubernetes module graph");
 }
 
@@ -204,11 +279,11 @@ function toolsFile(imports: string[]): string {
   return `//go:build tools\n\n// Generated by opkit: keeps the built commands in the module graph.\npackage tools\n\nimport (\n${imports.map((i) => `\t_ "${i}"`).join("\n")}\n)\n`;
 }
 
-async function goBuild(dir: string, pkg: string, name: string, ldflags: string, log: string): Promise<void> {
-  const tmp = join(binDir(), `.${name}.tmp`);
+async function goBuild(dir: string, pkg: string, out: string, ldflags: string, log: string): Promise<void> {
+  const tmp = `${out}.tmp`;
   await rm(tmp, { force: true });
-  await run("go", ["build", "-trimpath", "-ldflags", ldflags, "-o", tmp, pkg], dir, log, name);
-  await rename(tmp, join(binDir(), name)); // atomic: a half-written binary is never found
+  await run("go", ["build", "-trimpath", "-ldflags", ldflags, "-o", tmp, pkg], dir, log, basename(out));
+  await rename(tmp, out); // atomic: a half-written binary is never found
 }
 
 async function checkGo(): Promise<void> {

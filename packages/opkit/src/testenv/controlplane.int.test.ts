@@ -22,7 +22,7 @@ import {
 import { GoneError, NotFoundError } from "../client/errors.ts";
 import { kindRef, type KubeObject } from "../client/types.ts";
 import { useTestEnv, type TestEnv } from "./testing.ts";
-import { KUBERNETES_VERSION } from "./versions.ts";
+import { resolveKubernetesVersion } from "./versions.ts";
 import { SIMULATE_EXIT_CODE_ANNOTATION } from "./stages.ts";
 import { eventually } from "./eventually.ts";
 import { DEFAULT_STORAGE_CLASS } from "./storage.ts";
@@ -59,9 +59,14 @@ describe("opkit env control plane", () => {
     await env?.cleanup();
   });
 
-  it("reports the pinned Kubernetes release", async () => {
+  it("reports the Kubernetes release it was started with", async () => {
     const v = await env.client.raw<{ gitVersion: string }>("GET", "/version");
-    assert.equal(v.gitVersion, KUBERNETES_VERSION);
+    assert.equal(v.gitVersion, env.kubernetesVersion);
+    assert.equal(
+      env.kubernetesVersion,
+      resolveKubernetesVersion(),
+      "OPKIT_KUBERNETES_VERSION or the default",
+    );
   });
 
   it("has Ready simulated nodes", async () => {
@@ -349,11 +354,7 @@ describe("opkit env control plane", () => {
   });
 
   it("runs with its feature gates, also after a restart: sharded lists with ShardedListAndWatch", async (t) => {
-    const settings = (await env.controlPlane.state())?.settings;
-    if (!settings?.featureGates.ShardedListAndWatch) {
-      t.skip("this env was started without --feature-gates ShardedListAndWatch=true");
-      return;
-    }
+    if (!env.requires(t, { featureGate: "ShardedListAndWatch", what: "server-side shard selectors" })) return;
     await env.restart("kube-apiserver");
     const args = (await env.controlPlane.state())?.components["kube-apiserver"]?.args ?? [];
     assert.ok(

@@ -20,7 +20,8 @@ import { buildControlPlane, type BuildProgress } from "./build.ts";
 import { firstAddress, writeEnvCertificates } from "./certs.ts";
 import { compactEtcd } from "./etcd.ts";
 import { eventually } from "./eventually.ts";
-import { kwokConfigPath } from "./flags.ts";
+import { fitToVersion } from "./capabilities.ts";
+import { allComponentArgs, kwokConfigPath } from "./flags.ts";
 import { ComponentError, launchComponent, probeComponent } from "./launch.ts";
 import { createNodes, defaultNodeSpecs, type NodeSpec } from "./nodes.ts";
 import { freePorts, isRunning, stopProcess } from "./processes.ts";
@@ -28,7 +29,6 @@ import { advertiseAddress, resolveSettings, settingsDiff, type EnvOptions } from
 import { kwokConfiguration } from "./stages.ts";
 import { COMPONENTS, EnvFiles, type ComponentName, type ComponentState, type EnvState } from "./state.ts";
 import { storageObjects } from "./storage.ts";
-import { KUBERNETES_VERSION } from "./versions.ts";
 
 export {
   COMPONENTS,
@@ -71,8 +71,12 @@ export interface UpResult {
   alreadyRunning: boolean;
   /** Path of the admin kubeconfig of the env. */
   kubeconfig: string;
+  /** The Kubernetes release the env runs. */
+  kubernetesVersion: string;
   /** How long `up` took. */
   elapsedMs: number;
+  /** The requested feature gates and flags the release lacks, left out (one line each). */
+  notes: string[];
   /**
    * When the env was already running: the requested settings it does not have (`up` never changes a
    * running env; `down` first to change them). Empty otherwise.
@@ -138,19 +142,32 @@ export class ControlPlane {
     const healthTimeoutMs = opts.healthTimeoutMs ?? DEFAULT_HEALTH_TIMEOUT_MS;
     // Validate before touching anything: bad input must not stop a running env.
     const requested = resolveSettings(opts);
+    const version = requested.kubernetesVersion;
     if (await this.isRunning()) {
       const s = await this.files.require();
+      // Compare with what the running release would have made of the request (gates it lacks left out).
+      const fit = await fitToVersion(s.kubernetesVersion, requested.settings.featureGates, () => []).catch(
+        () => undefined,
+      );
+      const asRunning = fit
+        ? { ...requested, settings: { ...requested.settings, featureGates: fit.featureGates } }
+        : requested;
       return {
         alreadyRunning: true,
         kubeconfig: this.kubeconfigPath,
+        kubernetesVersion: s.kubernetesVersion,
         elapsedMs: 0,
-        differences: settingsDiff({ nodes: s.nodes, settings: s.settings }, requested),
+        differences: settingsDiff(
+          { nodes: s.nodes, kubernetesVersion: s.kubernetesVersion, settings: s.settings },
+          version === s.kubernetesVersion ? asRunning : requested,
+        ),
+        notes: s.notes ?? [],
       };
     }
     // A half-started or crashed env: stop what is left of it and start clean.
     if (await this.state()) await this.down();
 
-    await buildControlPlane({ onProgress: opts.onBuildProgress });
+    await buildControlPlane({ kubernetesVersion: version, onProgress: opts.onBuildProgress });
     await rm(this.dir, { recursive: true, force: true });
     for (const d of ["pki", "logs", "etcd-data", "volumes"])
       await mkdir(join(this.dir, d), { recursive: true });
@@ -167,7 +184,7 @@ export class ControlPlane {
     const state: EnvState = {
       name: this.name,
       dir: this.dir,
-      kubernetesVersion: KUBERNETES_VERSION,
+      kubernetesVersion: version,
       createdAt: new Date().toISOString(),
       nodes: requested.nodes,
       advertiseAddress: advertiseAddress(),
@@ -185,6 +202,17 @@ export class ControlPlane {
       components: {},
       settings: requested.settings,
     };
+    // Gates and flags the release lacks are left out, with a note (a gate no release knows is an error).
+    const fit = await fitToVersion(version, requested.settings.featureGates, (c) =>
+      allComponentArgs({ ...state, settings: { ...state.settings, featureGates: {} } }, c),
+    ).catch(async (err: unknown) => {
+      await rm(this.dir, { recursive: true, force: true });
+      throw err;
+    });
+    state.settings = { ...state.settings, featureGates: fit.featureGates };
+    if (Object.keys(fit.omittedFlags).length > 0) state.omittedFlags = fit.omittedFlags;
+    if (fit.notes.length > 0) state.notes = fit.notes;
+    for (const n of fit.notes) say(`note: ${n}`);
     await this.files.write(state);
     try {
       say("writing certificates");
@@ -220,8 +248,10 @@ export class ControlPlane {
     return {
       alreadyRunning: false,
       kubeconfig: this.kubeconfigPath,
+      kubernetesVersion: version,
       elapsedMs: clock.now() - started,
       differences: [],
+      notes: fit.notes,
     };
   }
 

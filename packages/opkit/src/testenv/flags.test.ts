@@ -84,11 +84,27 @@ describe("component flags", () => {
 
   it("runs the local provisioner with Node and the script beside this module", () => {
     const args = componentArgs(state(), "local-provisioner");
-    assert.equal(componentExe("local-provisioner"), process.execPath);
+    assert.equal(componentExe("local-provisioner", "v1.34.4"), process.execPath);
     assert.equal(args[0], provisionerScript());
     assert.ok(existsSync(provisionerScript()), provisionerScript());
     assert.equal(flag(args, "--port"), "10248");
     assert.equal(flag(args, "--volumes-dir"), "/tmp/opkit-env-unit/volumes");
     assert.match(flag(args, "--kubeconfig") ?? "", /local-provisioner\.kubeconfig$/);
+  });
+
+  it("starts each Go component from its release's bin directory", () => {
+    assert.match(componentExe("kube-apiserver", "v1.34.4"), /\/k8s-v1\.34\.4_[^/]+\/bin\/kube-apiserver$/);
+    assert.match(componentExe("etcd", "v1.37.2"), /\/k8s-v1\.37\.2_[^/]+\/bin\/etcd$/);
+  });
+
+  it("leaves out the flags the env's release lacks, and nothing else", () => {
+    const s = { ...state(), omittedFlags: { "kube-apiserver": ["endpoint-reconciler-type"] } };
+    const args = componentArgs(s, "kube-apiserver");
+    assert.equal(flag(args, "--endpoint-reconciler-type"), undefined);
+    assert.deepEqual(
+      args,
+      componentArgs(state(), "kube-apiserver").filter((a) => !a.startsWith("--endpoint-reconciler-type=")),
+    );
+    assert.deepEqual(componentArgs(s, "kube-scheduler"), componentArgs(state(), "kube-scheduler"));
   });
 });

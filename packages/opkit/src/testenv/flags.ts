@@ -26,13 +26,26 @@ export function provisionerScript(): string {
   return fileURLToPath(import.meta.url).replace(/flags\.(ts|js)$/, "provisioner.$1");
 }
 
-/** The executable of a component: a built Go binary, or Node running the provisioner script. */
-export function componentExe(c: ComponentName): string {
-  return c === "local-provisioner" ? process.execPath : join(binDir(), c);
+/**
+ * The executable of a component: a built Go binary of the env's Kubernetes release, or Node running the
+ * provisioner script.
+ */
+export function componentExe(c: ComponentName, kubernetesVersion: string): string {
+  return c === "local-provisioner" ? process.execPath : join(binDir(kubernetesVersion), c);
 }
 
-/** The arguments `c` is started with in the env `s`. */
+/**
+ * The arguments `c` is started with in the env `s`, without the flags its release lacks
+ * (`s.omittedFlags`, found from the binary's help when the env started).
+ */
 export function componentArgs(s: EnvState, c: ComponentName): string[] {
+  const omitted = new Set(s.omittedFlags?.[c] ?? []);
+  const args = allComponentArgs(s, c);
+  return omitted.size === 0 ? args : args.filter((a) => !omitted.has(/^--([a-z0-9-]+)/.exec(a)?.[1] ?? ""));
+}
+
+/** Every flag opkit gives `c`, whether or not its release has it. */
+export function allComponentArgs(s: EnvState, c: ComponentName): string[] {
   const pki = (f: string): string => pkiFile(s.dir, f);
   const gates = formatFeatureGates(s.settings.featureGates);
   const gateFlag = gates ? [`--feature-gates=${gates}`] : [];

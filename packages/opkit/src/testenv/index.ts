@@ -45,7 +45,16 @@ export {
 export type { NodeSpec, NodeTaint } from "./nodes.ts";
 export { DEFAULT_STORAGE_CLASS, LOCAL_PROVISIONER } from "./storage.ts";
 export { SIMULATE_EXIT_CODE_ANNOTATION, SIMULATE_DURATION_ANNOTATION } from "./stages.ts";
-export { useTestEnv, startOwnedEnv, TEST_ENV_VARIABLE, TEST_ENV_OPTIONS, type TestEnv } from "./testing.ts";
+export {
+  useTestEnv,
+  startOwnedEnv,
+  TEST_ENV_VARIABLE,
+  TEST_ENV_OPTIONS,
+  type TestEnv,
+  type Requirement,
+  type SkippableTest,
+} from "./testing.ts";
+export { pruneBuilds, type PruneOptions, type PruneResult, type PrunedBuild } from "./prune.ts";
 export { kubeConfigVia, startTcpProxy, type TcpProxy } from "./proxy.ts";
 export { eventually, sleep, WaitTimeoutError } from "./eventually.ts";
 export { ensureHelm, helmLint, helmTemplate, helmPath, HelmError, HELM_VERSION } from "./helm.ts";

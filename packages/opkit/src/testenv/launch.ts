@@ -50,7 +50,7 @@ export async function launchComponent(
   if (await portInUse(port)) {
     throw new Error(`${c} cannot start: port ${port} on 127.0.0.1 is in use by another process`);
   }
-  const exe = componentExe(c);
+  const exe = componentExe(c, s.kubernetesVersion);
   const args = componentArgs(s, c);
   const log = files.logFile(c);
   const p = startDetached(exe, args, log);

@@ -6,6 +6,7 @@
  */
 import { networkInterfaces } from "node:os";
 import type { EnvSettings, NodeResources } from "./state.ts";
+import { resolveKubernetesVersion } from "./versions.ts";
 
 /** Nodes `up` creates unless told otherwise. */
 export const DEFAULT_NODES = 3;
@@ -55,6 +56,11 @@ export interface EnvOptions {
   nodeMemory?: string;
   /** Feature gates, as a map or as the `Key=true,Other=false` text of `--feature-gates`. */
   featureGates?: Record<string, boolean> | string;
+  /**
+   * The Kubernetes release: a supported minor ("1.34", its tested patch) or a full version ("v1.34.2");
+   * default `$OPKIT_KUBERNETES_VERSION`, else KUBERNETES_VERSION.
+   */
+  kubernetesVersion?: string;
 }
 
 // resource.Quantity's syntax: a decimal number with an optional binary or decimal suffix or exponent.
@@ -164,8 +170,16 @@ export function checkResources(option: string, resources: Record<string, string 
   return out;
 }
 
-/** Validate the options and fill in the defaults: the node count and the settings recorded in the state. */
-export function resolveSettings(opts: EnvOptions = {}): { nodes: number; settings: EnvSettings } {
+/**
+ * Validate the options and fill in the defaults: the node count, the Kubernetes release and the settings
+ * recorded in the state.
+ */
+export function resolveSettings(opts: EnvOptions = {}): {
+  nodes: number;
+  kubernetesVersion: string;
+  settings: EnvSettings;
+} {
+  const kubernetesVersion = resolveKubernetesVersion(opts.kubernetesVersion);
   const nodes = checkInteger("--nodes", opts.nodes ?? DEFAULT_NODES, 0, MAX_NODES);
   const maxPods = checkInteger("--max-pods", opts.maxPods ?? DEFAULT_MAX_PODS, 1, MAX_PODS_LIMIT);
   const featureGates =
@@ -174,6 +188,7 @@ export function resolveSettings(opts: EnvOptions = {}): { nodes: number; setting
       : checkFeatureGates(opts.featureGates ?? {});
   return {
     nodes,
+    kubernetesVersion,
     settings: {
       serviceClusterIPRange: DEFAULT_SERVICE_CLUSTER_IP_RANGE,
       featureGates,
@@ -193,13 +208,14 @@ export function resolveSettings(opts: EnvOptions = {}): { nodes: number; setting
  * lines; `up` on a running env keeps it as it is, so callers say so instead of silently ignoring flags.
  */
 export function settingsDiff(
-  running: { nodes: number; settings: EnvSettings },
-  requested: { nodes: number; settings: EnvSettings },
+  running: { nodes: number; kubernetesVersion: string; settings: EnvSettings },
+  requested: { nodes: number; kubernetesVersion: string; settings: EnvSettings },
 ): string[] {
   const diffs: string[] = [];
   const cmp = (flag: string, a: string, b: string): void => {
     if (a !== b) diffs.push(`${flag}: running ${a || "(none)"}, requested ${b || "(none)"}`);
   };
+  cmp("--kubernetes-version", running.kubernetesVersion, requested.kubernetesVersion);
   cmp("--nodes", String(running.nodes), String(requested.nodes));
   for (const [flag, key] of [
     ["--node-cpu", "cpu"],

@@ -79,6 +79,13 @@ export interface EnvState {
   components: Partial<Record<ComponentName, ComponentState>>;
   /** The settings it was started with. */
   settings: EnvSettings;
+  /**
+   * Flags of a component that its Kubernetes release lacks, left out of its command line (names without
+   * dashes); absent when none are.
+   */
+  omittedFlags?: Partial<Record<ComponentName, string[]>>;
+  /** What was left out of the requested settings because the release lacks it, one line each. */
+  notes?: string[];
   /** PID of the process that owns this env (a test run); a watchdog stops the env when it dies. */
   ownerPid?: number;
 }
