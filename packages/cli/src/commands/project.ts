@@ -18,6 +18,7 @@ import {
   kindTestTs,
   kindTs,
   mainTs,
+  nodeVersion,
   operatorTs,
   packageJson,
   readme,
@@ -113,6 +114,7 @@ export async function initProject(
   const files: Record<string, string> = {
     "package.json": packageJson(vars),
     "tsconfig.json": tsconfig,
+    ".node-version": nodeVersion,
     ".gitignore": gitignore,
     "README.md": readme(vars),
     "src/operator.ts": operatorTs(vars),
