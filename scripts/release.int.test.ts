@@ -149,7 +149,8 @@ describe("the release tarballs, installed from a registry as a user would", { ti
     // Nothing of the machine's npm setup (tokens, registry, the checkout's bin folder) reaches npm.
     env = Object.fromEntries(
       Object.entries(process.env).filter(
-        ([k]) => !/^npm_|^NPM_CONFIG_|^NODE_OPTIONS$|^NODE_TEST_CONTEXT$|^INIT_CWD$|^OPKIT_TEST_ENV$/i.test(k),
+        ([k]) =>
+          !/^npm_|^NPM_CONFIG_|^NODE_OPTIONS$|^NODE_TEST_CONTEXT$|^INIT_CWD$|^OPKIT_TEST_ENV$/i.test(k),
       ),
     );
     env.PATH = (process.env.PATH ?? "")
