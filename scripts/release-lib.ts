@@ -34,7 +34,7 @@ export async function setVersions(root: string, version: string): Promise<void> 
 export function releaseChangelog(text: string, version: string, date: string): string | { error: string } {
   if (new RegExp(`^## \\[${version.replace(/\./g, "\\.")}\\]`, "m").test(text))
     return { error: `CHANGELOG.md has a section for ${version} already: pick the next version` };
-  const start = /^## \[?Unreleased\]?\s*$/m.exec(text);
+  const start = /^## \[?Unreleased\]?[ \t]*$/m.exec(text);
   if (!start) return { error: "CHANGELOG.md has no '## Unreleased' section to release" };
   const bodyStart = start.index + start[0].length;
   const next = /^## /m.exec(text.slice(bodyStart));
