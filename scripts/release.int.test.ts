@@ -13,7 +13,7 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
-import { copyFile, mkdir, mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
+import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -251,9 +251,39 @@ describe("the release tarballs, installed from a registry as a user would", { ti
       },
     );
     assert.equal(load.stdout.trim(), "function", load.stderr);
-    assert.deepEqual(
-      (await readdir(project)).filter((f) => f === "vendor"),
-      [],
+  });
+
+  it("a project vendored by opkit init from the checkout moves to the registry with the documented command", async () => {
+    const users = join(work, "vendored-user");
+    await mkdir(users);
+    const cli = join(root, "packages", "cli", "bin", "opkit.js");
+    const init = spawnSync(
+      process.execPath,
+      [cli, "init", "vendored", "--domain", "example.com", "--vendor"],
+      {
+        cwd: users,
+        env,
+        encoding: "utf8",
+      },
     );
+    assert.equal(init.status, 0, init.stderr);
+    const project = join(users, "vendored");
+    const before = JSON.parse(await readFile(join(project, "package.json"), "utf8")) as {
+      dependencies: Record<string, string>;
+    };
+    assert.match(before.dependencies.opkit ?? "", /^file:vendor\//);
+    // docs/install.md's command; its `npx opkit generate` rewrites generated files, and this project has none.
+    const v = versions.opkit;
+    ok(npm(["install", `opkit@^${v}`, `@opkit/cli@^${v}`], project), "npm install opkit @opkit/cli");
+    await rm(join(project, "vendor"), { recursive: true, force: true });
+    const after = JSON.parse(await readFile(join(project, "package.json"), "utf8")) as {
+      dependencies: Record<string, string>;
+      devDependencies: Record<string, string>;
+    };
+    assert.equal(after.dependencies.opkit, `^${v}`);
+    assert.equal(after.devDependencies["@opkit/cli"], `^${v}`, "the CLI stays a devDependency");
+    assert.equal(after.dependencies["@opkit/cli"], undefined);
+    ok(npm(["ci"], project), "npm ci without vendor/");
+    assert.doesNotMatch(await readFile(join(project, "package-lock.json"), "utf8"), /vendor\//);
   });
 });
