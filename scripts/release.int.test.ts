@@ -235,6 +235,18 @@ describe("the release tarballs, installed from a registry as a user would", { ti
     assert.match(test.stdout, /^ℹ pass [1-9]/m, test.stdout + test.stderr);
     assert.match(test.stdout, /^ℹ fail 0/m);
     ok(npm(["run", "build"], project), "npm run build");
+    // The installed CLI's doctor finds nothing missing in the project: versions match, generated files too.
+    const doctor = JSON.parse(npx(["doctor", "--json", "--offline"]).stdout) as {
+      ok: boolean;
+      checks: { id: string; status: string; summary: string }[];
+    };
+    const projectChecks = doctor.checks.filter((c) => c.id === "project");
+    assert.deepEqual(
+      projectChecks.map((c) => c.status),
+      ["ok", "ok", "ok"],
+      JSON.stringify(projectChecks),
+    );
+    assert.match(projectChecks[2]?.summary ?? "", /generate --check/);
     assert.ok(existsSync(join(project, "dist", "main.js")), "opkit build wrote dist/main.js");
     // The Dockerfile's runtime stage: production dependencies only, and the operator still loads opkit.
     const dockerfile = await readFile(join(project, "Dockerfile"), "utf8");
