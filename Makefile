@@ -162,7 +162,7 @@ release: build
 # published to it, then `npm create opkit`, npm test (on opkit env), npm run build and npm ci --omit=dev
 # in an empty folder outside the checkout.
 test-release: build env-build
-	$(NODE_TEST) scripts/release.int.test.ts
+	$(NODE_TEST) scripts/release-lib.test.ts scripts/release.int.test.ts
 
 clean:
 	rm -rf node_modules dist packages/*/dist packages/*/*.tsbuildinfo
