@@ -22,7 +22,7 @@ NODE_TEST := node --conditions=opkit-source --test --test-reporter=spec --test-r
              --test-reporter=./packages/opkit/src/testenv/durations-reporter.ts --test-reporter-destination=stderr
 OPKIT     := node packages/cli/dist/main.js
 
-.PHONY: bench help node deps build typecheck lint format api-report api-report-update docs test test-unit test-int test-faults test-compat soak env-build demo demo-intro demo-down schemas protobuf pack clean
+.PHONY: bench help node deps build typecheck lint format api-report api-report-update docs test test-unit test-int test-faults test-compat soak env-build demo demo-intro demo-down schemas protobuf pack clean release test-release
 
 help:
 	@echo "make demo   start a local control plane (etcd, kube-apiserver, controller-manager, scheduler, kwok nodes) and every seed operator on its sample (KEEP=1 leaves them running; make demo-down stops them)"
@@ -30,6 +30,7 @@ help:
 	@echo "make soak   SOAK_MINUTES (default 30) of churn and faults across the seed operators; fails on a lost update or a leak"
 	@echo "make test-compat  integration tests on every supported Kubernetes release (1.34-1.37; COMPAT_VERSIONS=1.34,1.37), table in docs/compatibility.md"
 	@echo "make bench opkit beside controller-runtime and client-node on a local control plane: a table of ratios and bench/results/latest.json (FIGURES=queue,decode,... BENCH_N=1000)"
+	@echo "make release VERSION=x.y.z  the release tarballs and their sums into dist/release/ (publishes nothing); make test-release installs them from a local registry as a user would"
 	@echo "make docs   the API reference of opkit's public entries (TypeDoc) into docs/api/index.html"
 
 $(NODE_DIR)/bin/node:
@@ -41,7 +42,7 @@ $(NODE_DIR)/bin/node:
 node: $(NODE_DEP)
 	@echo "node $$(node --version) at $$(command -v node)"
 
-node_modules/.stamp: package-lock.json package.json packages/opkit/package.json packages/cli/package.json $(wildcard operators/*/package.json) | $(NODE_DEP)
+node_modules/.stamp: package-lock.json package.json packages/opkit/package.json packages/cli/package.json packages/create-opkit/package.json $(wildcard operators/*/package.json) | $(NODE_DEP)
 	npm ci --no-audit --no-fund
 	@touch $@
 
@@ -157,6 +158,18 @@ protobuf:
 # The publishable tarballs of opkit and @opkit/cli (the ones `opkit init` vendors) into dist/packages/.
 pack: build
 	$(OPKIT) pack --out dist/packages
+
+# The release tarballs of opkit, @opkit/cli and create-opkit with their sha512 sums into dist/release/
+# (VERSION=x.y.z): refuses a dirty tree and a version the CHANGELOG has; sets every version and moves the
+# CHANGELOG's Unreleased entries under the version. Publishes nothing (docs/install.md says how).
+release: build
+	node --conditions=opkit-source scripts/release.ts $(VERSION)
+
+# The packages as a user gets them: a real npm registry (Verdaccio) on loopback, every release tarball
+# published to it, then `npm create opkit`, npm test (on opkit env), npm run build and npm ci --omit=dev
+# in an empty folder outside the checkout.
+test-release: build env-build
+	$(NODE_TEST) scripts/release-lib.test.ts scripts/release.int.test.ts
 
 clean:
 	rm -rf node_modules dist packages/*/dist packages/*/*.tsbuildinfo

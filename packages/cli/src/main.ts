@@ -6,6 +6,8 @@ import { Command } from "commander";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { buildCommand } from "./commands/build.ts";
+import { doctorCommand } from "./commands/doctor-command.ts";
+import { DOCTOR_HINT, machineCaused } from "./commands/doctor.ts";
 import { envCommand } from "./commands/env.ts";
 import { generateCommands } from "./commands/generate.ts";
 import { operatorCommands } from "./commands/operator.ts";
@@ -43,6 +45,7 @@ for (const c of [
   buildCommand(),
   topCommand(),
   envCommand(),
+  doctorCommand(),
 ])
   program.addCommand(c);
 
@@ -50,5 +53,6 @@ try {
   await program.parseAsync(process.argv);
 } catch (err) {
   process.stderr.write(`opkit: ${err instanceof Error ? err.message : String(err)}\n`);
+  if (machineCaused(err)) process.stderr.write(`opkit: ${DOCTOR_HINT}\n`);
   process.exitCode = 1;
 }

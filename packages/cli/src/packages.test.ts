@@ -27,7 +27,7 @@ function tarList(file: string): string[] {
   return r.stdout.split("\n").filter(Boolean);
 }
 
-test("npm pack gives complete tarballs: JavaScript, types, README; no tests or test data", async () => {
+test("npm pack gives complete tarballs: JavaScript, types, README, LICENSE and NOTICE; no tests or test data", async () => {
   const pkgs = await localPackages();
   assert.equal(pkgs.opkit.name, "opkit");
   assert.equal(pkgs.cli.name, "@opkit/cli");
@@ -36,6 +36,8 @@ test("npm pack gives complete tarballs: JavaScript, types, README; no tests or t
   for (const f of [
     "package/package.json",
     "package/README.md",
+    "package/LICENSE",
+    "package/NOTICE",
     "package/dist/index.js",
     "package/dist/index.d.ts",
     "package/dist/testenv/index.js",
@@ -67,7 +69,10 @@ test("npm pack gives complete tarballs: JavaScript, types, README; no tests or t
   for (const f of [
     "package/bin/opkit.js",
     "package/dist/main.js",
+    "package/dist/doctor-main.js",
     "package/README.md",
+    "package/LICENSE",
+    "package/NOTICE",
     "package/package.json",
   ]) {
     assert.ok(cli.includes(f), `${f} in the CLI tarball`);

@@ -23,6 +23,7 @@ import {
   kindTestTs,
   kindTs,
   mainTs,
+  nodeVersion,
   operatorTs,
   packageJson,
   readme,
@@ -132,6 +133,7 @@ export async function initProject(
   const files: Record<string, string> = {
     "package.json": packageJson(vars),
     "tsconfig.json": tsconfig,
+    ".node-version": nodeVersion,
     ".gitignore": gitignore,
     "README.md": readme(vars),
     "src/operator.ts": operatorTs(vars),

@@ -1,17 +1,17 @@
 /**
- * How a new project depends on opkit. opkit and @opkit/cli are not (yet) in the npm registry, so by
- * default `opkit init` packs the two packages this CLI runs from (`npm pack`, cached by content) and
- * vendors the tarballs into the project (`"opkit": "file:vendor/opkit-<version>.tgz"`): the project then
- * installs anywhere, also inside a container build. Once the registry the project uses serves the very
- * same packages (same version and tarball integrity — a package called `opkit` that is something else does
- * not count), the project depends on a version range instead. `--link` keeps file: links to a checkout,
- * for opkit's own development.
+ * How a new project depends on opkit. When the registry the project uses serves the very packages this
+ * CLI runs from (same version and tarball integrity — a package called `opkit` that is something else does
+ * not count), the project depends on a version range (`^0.1.0`): that is what `npm create opkit` gives.
+ * Otherwise (a checkout not published, an offline machine) `opkit init` packs the two packages (`npm
+ * pack`, cached by content) and vendors the tarballs into the project (`"opkit":
+ * "file:vendor/opkit-<version>.tgz"`): the project then installs anywhere, also inside a container build.
+ * `--link` keeps file: links to a checkout, for opkit's own development.
  */
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync } from "node:fs";
 import { copyFile, mkdir, mkdtemp, readFile, readdir, rename, rm, stat, writeFile } from "node:fs/promises";
-import { dirname, join, relative, resolve } from "node:path";
+import { basename, dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { cacheDir } from "opkit/testenv";
 
@@ -41,7 +41,8 @@ export interface PackedPackage {
   integrity: string;
 }
 
-async function readPackage(dir: string): Promise<LocalPackage> {
+/** The name and version of the package in `dir` (its package.json). */
+export async function readPackage(dir: string): Promise<LocalPackage> {
   const pkg = JSON.parse(await readFile(join(dir, "package.json"), "utf8")) as {
     name?: string;
     version?: string;
@@ -107,6 +108,18 @@ export async function assertBuilt(pkg: LocalPackage): Promise<void> {
   }
 }
 
+/** Files every tarball carries: the package's own, else the repository root's (one copy in a checkout). */
+export const LEGAL_FILES = ["LICENSE", "NOTICE"] as const;
+
+/** The legal files a package takes from the checkout root because it has none of its own. */
+function inheritedLegalFiles(pkg: LocalPackage): string[] {
+  const root = resolve(pkg.dir, "..", "..");
+  if (pkg.dir.split(/[\\/]/).includes("node_modules")) return [];
+  return LEGAL_FILES.filter((f) => !existsSync(join(pkg.dir, f)) && existsSync(join(root, f))).map((f) =>
+    join(root, f),
+  );
+}
+
 /** A key that changes whenever anything npm would pack changes (paths, sizes, modification times). */
 async function contentKey(pkg: LocalPackage): Promise<string> {
   const manifest = await readFile(join(pkg.dir, "package.json"), "utf8");
@@ -121,7 +134,8 @@ async function contentKey(pkg: LocalPackage): Promise<string> {
     else if (st) files.push(p);
   }
   for (const f of await readdir(pkg.dir))
-    if (/^(readme|license|changelog)/i.test(f)) files.push(join(pkg.dir, f));
+    if (/^(readme|license|notice|changelog)/i.test(f)) files.push(join(pkg.dir, f));
+  files.push(...inheritedLegalFiles(pkg));
   const hash = createHash("sha256").update(manifest);
   for (const f of files.sort()) {
     const st = await stat(f);
@@ -180,6 +194,7 @@ export async function packPackage(pkg: LocalPackage): Promise<PackedPackage> {
       await mkdir(dirname(join(staging, f)), { recursive: true });
       await copyFile(join(pkg.dir, f), join(staging, f));
     }
+    for (const f of inheritedLegalFiles(pkg)) await copyFile(f, join(staging, basename(f)));
     const manifest = JSON.parse(await readFile(join(pkg.dir, "package.json"), "utf8")) as Record<
       string,
       unknown
@@ -291,15 +306,32 @@ export const npmView: RegistryLookup = async (name, version, cwd) => {
 export async function registryAnswer(
   lookup: RegistryLookup,
   pkg: LocalPackage,
-  packed: PackedPackage,
+  integrity: string,
   cwd: string,
 ): Promise<RegistryAnswer> {
   const r = await lookup(pkg.name, pkg.version, cwd);
   if (r.error) return { state: "unreachable", error: r.error };
   if (r.absent || !r.integrity) return { state: "absent" };
-  return r.integrity === packed.integrity
-    ? { state: "same" }
-    : { state: "different", integrity: r.integrity };
+  return r.integrity === integrity ? { state: "same" } : { state: "different", integrity: r.integrity };
+}
+
+/**
+ * The integrity of the tarball an installed copy was installed from, as npm recorded it in the hidden
+ * lockfile next to it (`node_modules/.package-lock.json`, also written for `npm exec`/`npm create`
+ * installs). Undefined for a checkout, or when npm left no record.
+ */
+export async function installedIntegrity(pkg: LocalPackage): Promise<string | undefined> {
+  const parts = resolve(pkg.dir).split(/[\\/]/);
+  const at = parts.indexOf("node_modules");
+  if (at < 0) return undefined;
+  const prefix = parts.slice(0, at).join("/");
+  const lock = await readFile(join(prefix, "node_modules", ".package-lock.json"), "utf8").catch(() => "");
+  if (!lock) return undefined;
+  const entries = (
+    JSON.parse(lock) as { packages?: Record<string, { version?: string; integrity?: string }> }
+  ).packages;
+  const entry = entries?.[parts.slice(at).join("/")];
+  return entry?.version === pkg.version ? entry.integrity : undefined;
 }
 
 /** How `opkit init` wires opkit in: the registry when it has these packages, else vendor; or --link. */
@@ -343,13 +375,20 @@ export async function wireDependencies(root: string, opts: ChooseOptions = {}): 
     };
   }
 
-  const packed = { opkit: await packPackage(pkgs.opkit), cli: await packPackage(pkgs.cli) };
+  // An installed CLI (e.g. run by `npm create opkit`) compares what it was installed from; a checkout
+  // compares the tarballs it packs.
+  const installed = { opkit: await installedIntegrity(pkgs.opkit), cli: await installedIntegrity(pkgs.cli) };
+  const packs: Partial<Record<"opkit" | "cli", PackedPackage>> = {};
+  const pack = async (key: "opkit" | "cli"): Promise<PackedPackage> =>
+    (packs[key] ??= await packPackage(pkgs[key]));
+  const integrity = async (key: "opkit" | "cli"): Promise<string> =>
+    installed[key] ?? (await pack(key)).integrity;
   const notes: string[] = [];
   if (!opts.vendor) {
     const lookup = opts.lookup ?? npmView;
     const answers = {
-      opkit: await registryAnswer(lookup, pkgs.opkit, packed.opkit, root),
-      cli: await registryAnswer(lookup, pkgs.cli, packed.cli, root),
+      opkit: await registryAnswer(lookup, pkgs.opkit, await integrity("opkit"), root),
+      cli: await registryAnswer(lookup, pkgs.cli, await integrity("cli"), root),
     };
     if (answers.opkit.state === "same" && answers.cli.state === "same") {
       return {
@@ -366,11 +405,12 @@ export async function wireDependencies(root: string, opts: ChooseOptions = {}): 
       if (a.state === "absent") notes.push(`the registry has no ${id}`);
       else if (a.state === "different")
         notes.push(
-          `the registry's ${id} is not this build (its integrity ${a.integrity}, this build's ${packed[key].integrity})`,
+          `the registry's ${id} is not this build (its integrity ${a.integrity}, this build's ${await integrity(key)})`,
         );
       else if (a.state === "unreachable") notes.push(`could not ask the registry about ${id}: ${a.error}`);
     }
   }
+  const packed = { opkit: await pack("opkit"), cli: await pack("cli") };
   await mkdir(join(root, "vendor"), { recursive: true });
   for (const p of [packed.opkit, packed.cli]) await copyFile(p.path, join(root, "vendor", p.filename));
   notes.push(`vendored ${packed.opkit.filename} and ${packed.cli.filename} into vendor/ (commit them)`);

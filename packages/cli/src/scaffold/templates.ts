@@ -50,6 +50,9 @@ export function packageJson(v: ProjectVars): string {
   );
 }
 
+/** .node-version: the Node line the project runs on, for the version managers that read it (fnm, nodenv, asdf, …). */
+export const nodeVersion = "24\n";
+
 export const tsconfig = `{
   "compilerOptions": {
     "target": "es2023",
@@ -115,7 +118,9 @@ A Kubernetes operator written with [opkit](https://github.com/opkit).
 - \`npx opkit generate crd src/api/<version>/<kind>.ts\` — print one kind's CRD
 
 When \`vendor/\` exists it holds the opkit packages this project installs (\`file:vendor/….tgz\` in
-package.json): opkit is not in the npm registry yet. Commit it; \`npm ci\` and the Dockerfile use it.
+package.json, made by \`opkit init\` from a checkout or offline). Commit it; \`npm ci\` and the Dockerfile
+use it. To take opkit from the npm registry instead:
+\`npm install opkit@^<version> @opkit/cli@^<version> && rm -rf vendor && npx opkit generate\`.
 `;
 }
 
