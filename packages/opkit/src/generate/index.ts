@@ -13,3 +13,4 @@ export * from "./helm.ts";
 export * from "./dockerfile.ts";
 export * from "./builtin-schemas.ts";
 export * from "./monitoring.ts";
+export * from "./compat.ts";

@@ -56,3 +56,9 @@ export {
 } from "./operatorprocess.ts";
 export { impersonateServiceAccount, readManifests, type ServiceAccountSession } from "./serviceaccount.ts";
 export { operatorProject, type OperatorProject } from "./project.ts";
+export {
+  checkConversion,
+  ConversionCheckError,
+  ConversionRoundTripError,
+  type ConversionCheckOptions,
+} from "./conversion.ts";
