@@ -29,6 +29,7 @@ export {
   type UpOptions,
   type UpResult,
 } from "./controlplane.ts";
+export type { StoredEntry } from "./etcd.ts";
 export { InvalidEnvNameError, type EnvSettings, type NodeResources } from "./state.ts";
 export {
   DEFAULT_NODES,
