@@ -259,7 +259,7 @@ describe("an API upgrade: new version, conversion, storage migration, old versio
     const upgraded = crdFor(defineKindVersions([V1alpha1Served, V1beta1]));
     const registration = local.configurations("upgrade-test", [webAppConversion]).conversions[0];
     assert.ok(registration, "a conversion registration for the CRD");
-    upgraded.spec.conversion = registration.conversion as NonNullable<typeof upgraded.spec.conversion>;
+    upgraded.spec.conversion = registration.conversion;
     await env.installCrds([upgraded]);
     phase = "both";
     await operator.stop();
