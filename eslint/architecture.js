@@ -20,7 +20,9 @@ export const ALLOWED_IMPORTS = {
   sharding: ["client", "cache", "clock", "logging", "metrics"],
   manager: ["controller", "cache", "client", "clock", "events", "logging", "metrics", "webhook", "sharding"],
   generate: ["api", "client"],
-  testenv: ["client", "pki", "clock", "logging"],
+  migrate: ["client", "clock"],
+  // api, generate and webhook: checkConversion generates objects from a kind's schema and converts them.
+  testenv: ["client", "pki", "clock", "logging", "api", "generate", "webhook"],
 };
 
 const FOLDERS = Object.keys(ALLOWED_IMPORTS);
@@ -76,7 +78,7 @@ export function architectureConfigs(root = "packages/opkit/src") {
             },
             {
               regex:
-                "^\\.\\./\\.\\./(clock|client|queue|cache|events|api|helpers|children|controller|manager|metrics|logging|generate|testenv|pki|webhook|sharding)/",
+                "^\\.\\./\\.\\./(clock|client|queue|cache|events|api|helpers|children|controller|manager|metrics|logging|generate|testenv|pki|webhook|sharding|migrate)/",
               message: "import the public entries only: opkit, opkit/generate, opkit/testenv",
             },
           ],

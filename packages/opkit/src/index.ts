@@ -59,3 +59,4 @@ export * from "./controller/index.ts";
 export * from "./webhook/index.ts";
 export * from "./manager/index.ts";
 export * from "./sharding/index.ts";
+export * from "./migrate/index.ts";

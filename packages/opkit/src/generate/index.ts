@@ -85,3 +85,14 @@ export {
   type MonitoringInput,
   type PrometheusRuleObject,
 } from "./monitoring.ts";
+export {
+  checkCompatibility,
+  CompatConfigError,
+  crdName,
+  formatFinding,
+  type AllowedBreak,
+  type CompatFinding,
+  type CompatOptions,
+  type CompatReport,
+  type CompatRule,
+} from "./compat.ts";

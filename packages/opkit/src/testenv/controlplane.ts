@@ -18,7 +18,7 @@ import { AlreadyExistsError, NotFoundError } from "../client/errors.ts";
 import { Nodes, Pods, ServiceAccounts, type Node } from "../client/builtins.ts";
 import { buildControlPlane, type BuildProgress } from "./build.ts";
 import { firstAddress, writeEnvCertificates } from "./certs.ts";
-import { compactEtcd } from "./etcd.ts";
+import { compactEtcd, readEtcdPrefix, type StoredEntry } from "./etcd.ts";
 import { eventually } from "./eventually.ts";
 import { fitToVersion } from "./capabilities.ts";
 import { allComponentArgs, kwokConfigPath } from "./flags.ts";
@@ -357,6 +357,15 @@ export class ControlPlane {
     const { revision } = await compactEtcd(s.ports.etcd);
     if (opts.restartApiserver ?? true) await this.restart("kube-apiserver");
     return { revision };
+  }
+
+  /**
+   * What etcd holds under `prefix` (e.g. `/registry/example.com/widgets/`), read straight from etcd: the
+   * version a custom resource is really stored in is its value's `apiVersion`.
+   */
+  async stored(prefix: string): Promise<StoredEntry[]> {
+    const s = await this.files.require();
+    return readEtcdPrefix(s.ports.etcd, prefix);
   }
 
   /** A client for this env as the admin user. */

@@ -30,3 +30,38 @@ export async function compactEtcd(clientPort: number): Promise<{ revision: numbe
   await post("/v3/maintenance/defragment", {});
   return { revision };
 }
+
+/** One key of etcd and its value: parsed JSON where the API server stored JSON (custom resources), else undefined. */
+export interface StoredEntry {
+  /** The etcd key, e.g. `/registry/example.com/widgets/ns/name`. */
+  key: string;
+  /** The stored object as JSON, or undefined when it is not JSON (built-in kinds are stored as protobuf). */
+  value: unknown;
+}
+
+/**
+ * Every key under `prefix` with its stored value, read straight from etcd: what the API server really
+ * stored, e.g. the version a custom resource is stored in (its `apiVersion`), which no API read shows.
+ */
+export async function readEtcdPrefix(clientPort: number, prefix: string): Promise<StoredEntry[]> {
+  const key = Buffer.from(prefix);
+  const end = Buffer.from(key);
+  end[end.length - 1] = (end[end.length - 1] ?? 0) + 1; // the first key after every key with the prefix
+  const res = await request(`http://127.0.0.1:${clientPort}/v3/kv/range`, {
+    method: "POST",
+    body: JSON.stringify({ key: key.toString("base64"), range_end: end.toString("base64") }),
+  });
+  const json = (await res.body.json()) as { kvs?: { key: string; value?: string }[] };
+  if (res.statusCode !== 200)
+    throw new Error(`etcd range ${prefix}: ${res.statusCode} ${JSON.stringify(json)}`);
+  return (json.kvs ?? []).map((kv) => {
+    const text = Buffer.from(kv.value ?? "", "base64").toString("utf8");
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch {
+      value = undefined;
+    }
+    return { key: Buffer.from(kv.key, "base64").toString("utf8"), value };
+  });
+}

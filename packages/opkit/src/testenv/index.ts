@@ -29,6 +29,7 @@ export {
   type UpOptions,
   type UpResult,
 } from "./controlplane.ts";
+export type { StoredEntry } from "./etcd.ts";
 export { InvalidEnvNameError, type EnvSettings, type NodeResources } from "./state.ts";
 export {
   DEFAULT_NODES,
@@ -65,3 +66,9 @@ export {
 } from "./operatorprocess.ts";
 export { impersonateServiceAccount, readManifests, type ServiceAccountSession } from "./serviceaccount.ts";
 export { operatorProject, type OperatorProject } from "./project.ts";
+export {
+  checkConversion,
+  ConversionCheckError,
+  ConversionRoundTripError,
+  type ConversionCheckOptions,
+} from "./conversion.ts";

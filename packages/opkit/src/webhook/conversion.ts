@@ -3,14 +3,17 @@
  * version (a spoke) converts to and from the hub. Any version reaches any other through the hub, so n
  * versions need 2(n-1) functions instead of n(n-1).
  *
- * Round-trip safety is the author's part: `fromHub(toHub(x))` must equal `x` for every spoke object
- * (keep fields a version cannot express in an annotation). `roundTrip` checks it in tests.
+ * Round-trip safety: `fromHub(toHub(x))` must equal `x` for every spoke object, and `toHub(fromHub(h))`
+ * must equal `h` for every hub object. A field one side cannot hold is declared (`spokeOnly`, `hubOnly`)
+ * and opkit keeps it in an annotation across the trip (preserve.ts). `checkConversion` (opkit/testenv)
+ * proves both directions with generated objects; `roundTrip` converts one object there and back.
  *
  * opkit keeps what the API server requires of a conversion: apiVersion set to the desired version,
  * kind unchanged, metadata unchanged except labels and annotations, objects in the order received.
  */
 import type { KindRef, KubeObject, ObjectMeta } from "../client/types.ts";
 import { WebhookDefinitionError } from "./admission.ts";
+import { parseFieldPaths, restore, stash, type FieldPath, type ObjectValidator } from "./preserve.ts";
 import type { ConversionRequest, ConversionResponse } from "./review.ts";
 import { errorMessage } from "../client/errors.ts";
 
@@ -42,6 +45,17 @@ export interface SpokeDefinition<H extends KubeObject, S extends KubeObject> {
   toHub(obj: S): Converted<H>;
   /** Convert a hub object to this version. */
   fromHub(hub: H): Converted<S>;
+  /**
+   * Fields of this version the hub cannot hold (dotted paths into spec or status, e.g. ".spec.legacyPort"):
+   * opkit keeps their values in an annotation on the hub object and restores them on the way back, so the
+   * round trip is exact. `toHub` need not copy them.
+   */
+  spokeOnly?: readonly string[];
+  /**
+   * Fields of the hub this version cannot hold: kept in an annotation on this version's objects and
+   * restored when they are converted back to the hub. `fromHub` need not copy them.
+   */
+  hubOnly?: readonly string[];
 }
 
 /**
@@ -89,6 +103,19 @@ export class ConversionError extends Error {
 
 type AnySpoke = SpokeDefinition<KubeObject, KubeObject>;
 
+/** A spoke with its declared lossy fields parsed once, when the webhook is defined. */
+interface Spoke {
+  def: AnySpoke;
+  spokeOnly: FieldPath[];
+  hubOnly: FieldPath[];
+}
+
+/** The schema check of a kind definition, when the kind has one (`defineKind` results do). */
+function validatorOf(kind: ConversionKind): ObjectValidator | undefined {
+  const validate = (kind as { validate?: unknown }).validate;
+  return typeof validate === "function" ? (validate.bind(kind) as ObjectValidator) : undefined;
+}
+
 function describe(obj: KubeObject): string {
   const m = obj.metadata ?? {};
   return `${obj.kind ?? "object"} ${m.namespace ? `${m.namespace}/` : ""}${m.name ?? "(unnamed)"}`;
@@ -131,7 +158,7 @@ export function conversion<H extends KubeObject, S extends readonly KubeObject[]
     throw new WebhookDefinitionError(
       `conversion(${hub.kind}): give at least one spoke: { kind, toHub, fromHub }`,
     );
-  const byVersion = new Map<string, AnySpoke>();
+  const byVersion = new Map<string, Spoke>();
   for (const s of spokes) {
     if (!s?.kind?.apiVersion || typeof s.toHub !== "function" || typeof s.fromHub !== "function")
       throw new WebhookDefinitionError(`conversion(${hub.kind}): every spoke needs kind, toHub and fromHub`);
@@ -141,7 +168,12 @@ export function conversion<H extends KubeObject, S extends readonly KubeObject[]
       );
     if (s.kind.apiVersion === hub.apiVersion || byVersion.has(s.kind.apiVersion))
       throw new WebhookDefinitionError(`conversion(${hub.kind}): version ${s.kind.version} is given twice`);
-    byVersion.set(s.kind.apiVersion, s);
+    const where = `conversion(${hub.kind}) spoke ${s.kind.version}`;
+    byVersion.set(s.kind.apiVersion, {
+      def: s,
+      spokeOnly: parseFieldPaths(s.spokeOnly, `${where} spokeOnly`),
+      hubOnly: parseFieldPaths(s.hubOnly, `${where} hubOnly`),
+    });
   }
   const path = def.path ?? `/convert-${hub.group.replace(/\./g, "-")}-${hub.kind.toLowerCase()}`;
   if (!/^\/[A-Za-z0-9._~/-]*$/.test(path))
@@ -149,6 +181,7 @@ export function conversion<H extends KubeObject, S extends readonly KubeObject[]
       `conversion(${hub.kind}): path "${path}" must start with "/" and be URL-safe`,
     );
   const known = [hub.apiVersion, ...byVersion.keys()];
+  const hubValidator = validatorOf(hub);
 
   function convert(obj: KubeObject, apiVersion: string): KubeObject {
     const from = obj.apiVersion ?? "";
@@ -172,10 +205,22 @@ export function conversion<H extends KubeObject, S extends readonly KubeObject[]
       }
       return assemble(input, body, to, `${fn} of ${spoke.kind.version}`);
     };
+    const toHub = (spoke: Spoke, input: KubeObject): KubeObject => {
+      const out = call("toHub", spoke.def, input, hub.apiVersion);
+      stash(input, spoke.spokeOnly, out, spoke.def.kind.version);
+      restore(out, spoke.hubOnly, hub.version, hubValidator);
+      return out;
+    };
+    const fromHub = (spoke: Spoke, input: KubeObject): KubeObject => {
+      const out = call("fromHub", spoke.def, input, spoke.def.kind.apiVersion);
+      stash(input, spoke.hubOnly, out, hub.version);
+      restore(out, spoke.spokeOnly, spoke.def.kind.version, validatorOf(spoke.def.kind));
+      return out;
+    };
     const source = byVersion.get(from);
-    const hubObj = source ? call("toHub", source, obj, hub.apiVersion) : obj;
+    const hubObj = source ? toHub(source, obj) : obj;
     const target = byVersion.get(apiVersion);
-    return target ? call("fromHub", target, hubObj, apiVersion) : hubObj;
+    return target ? fromHub(target, hubObj) : hubObj;
   }
 
   return Object.freeze({

@@ -45,6 +45,7 @@ export {
   type Converted,
   type SpokeDefinition,
 } from "./conversion.ts";
+export { preservedAnnotation, PRESERVED_ANNOTATION_PREFIX } from "./preserve.ts";
 export {
   ADMISSION_API_VERSION,
   CONVERSION_API_VERSION,
