@@ -345,6 +345,9 @@ function withoutUndefined(v: unknown): unknown {
   return JSON.parse(JSON.stringify(v)) as unknown;
 }
 
+/** The status both releases' operators write. */
+type Observed = { observedGeneration?: number; image?: string };
+
 /** The operator of one release: a ConfigMap per WebApp with its image, and the status it observed. */
 async function startOperator<
   T extends KubeObject & { status?: { observedGeneration?: number; image?: string } },
@@ -380,7 +383,8 @@ async function startOperator<
           metadata: { name: `${req.name}-config`, namespace: req.namespace },
           data: { image },
         });
-        await updateStatusIfChanged(ctx.client, obj, { observedGeneration: obj.metadata.generation, image });
+        const observed: Observed = { observedGeneration: obj.metadata.generation, image };
+        await updateStatusIfChanged<KubeObject & { status?: Observed }>(ctx.client, obj, observed);
       }),
   );
   await mgr.start();
