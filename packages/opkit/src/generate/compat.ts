@@ -102,6 +102,7 @@ export interface CompatReport {
 
 /** Thrown for an allowed break without a reason or naming an unknown rule. */
 export class CompatConfigError extends Error {
+  /** Always "CompatConfigError". */
   override name = "CompatConfigError";
 }
 

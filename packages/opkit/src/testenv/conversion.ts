@@ -46,6 +46,7 @@ export class ConversionRoundTripError extends Error {
 
 /** The conversion's kinds are not `defineKind` results, so there is no schema to generate objects from. */
 export class ConversionCheckError extends Error {
+  /** Always "ConversionCheckError". */
   override name = "ConversionCheckError";
 }
 
