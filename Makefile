@@ -22,7 +22,7 @@ NODE_TEST := node --conditions=opkit-source --test --test-reporter=spec --test-r
              --test-reporter=./packages/opkit/src/testenv/durations-reporter.ts --test-reporter-destination=stderr
 OPKIT     := node packages/cli/dist/main.js
 
-.PHONY: bench help node deps build typecheck lint format api-report api-report-update docs test test-unit test-int test-faults soak env-build demo demo-intro demo-down schemas protobuf pack clean
+.PHONY: bench help node deps build typecheck lint format api-report api-report-update docs test-docs test test-unit test-int test-faults soak env-build demo demo-intro demo-down schemas protobuf pack clean
 
 help:
 	@echo "make demo   start a local control plane (etcd, kube-apiserver, controller-manager, scheduler, kwok nodes) and every seed operator on its sample (KEEP=1 leaves them running; make demo-down stops them)"
@@ -30,6 +30,7 @@ help:
 	@echo "make soak   SOAK_MINUTES (default 30) of churn and faults across the seed operators; fails on a lost update or a leak"
 	@echo "make bench opkit beside controller-runtime and client-node on a local control plane: a table of ratios and bench/results/latest.json (FIGURES=queue,decode,... BENCH_N=1000)"
 	@echo "make docs   the documentation site (guide, API and CLI reference) into docs/.vitepress/dist/index.html"
+	@echo "make test-docs  make docs, then the site in headless Chromium: every page, link and anchor, the search box"
 
 $(NODE_DIR)/bin/node:
 	@echo ">> installing Node $(NODE_VERSION) into $(NODE_DIR) (system Node is older than 22.19)"
@@ -91,6 +92,13 @@ docs: build
 	npx typedoc --options scripts/docs/typedoc.config.ts
 	node --conditions=opkit-source --test scripts/docs/*.test.ts
 	node scripts/docs/build-site.ts
+
+# The site in a real browser (scripts/docs/site-browser.ts): Debian's chromium, installed with apt-get when
+# missing (no browser download), driven by playwright-core against the site served on loopback.
+test-docs: docs
+	@test -x /usr/bin/chromium || { echo ">> installing Debian's chromium for the browser test"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+	$(NODE_TEST) scripts/docs/site-browser.ts
 
 format: deps
 	npx prettier --write .

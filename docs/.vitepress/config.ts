@@ -48,6 +48,8 @@ export default defineConfig({
   cleanUrls: false,
   srcExclude: ["README.draft.md", "public/**"],
   lastUpdated: false,
+  // Without an icon of its own the browser asks for /favicon.ico, and the 404 is a console error.
+  head: [["link", { rel: "icon", type: "image/svg+xml", href: "/favicon.svg" }]],
   themeConfig: {
     nav: [
       { text: "Guide", link: "/getting-started" },
