@@ -3,7 +3,7 @@
  * repeating the kind's definition (code-blocks.ts imports these names into a block that uses them).
  */
 import * as Type from "typebox/type";
-import { conditions, defineKind, type ObjectOf } from "opkit";
+import { conditions, controller, defineKind, type DeepReadonly, type Deployment, type ObjectOf } from "opkit";
 
 /** The tutorial's kind. */
 export const Memcached = defineKind({
@@ -23,3 +23,25 @@ export const Memcached = defineKind({
 
 /** A Memcached object. */
 export type MemcachedObject = ObjectOf<typeof Memcached>;
+
+/** The tutorial's pure function: the Deployment a Memcached should have. */
+export function desiredDeployment(m: DeepReadonly<MemcachedObject>): Deployment {
+  const labels = { "app.kubernetes.io/instance": m.metadata.name ?? "" };
+  return {
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: { name: m.metadata.name, namespace: m.metadata.namespace, labels },
+    spec: {
+      replicas: m.spec.size,
+      selector: { matchLabels: labels },
+      template: { metadata: { labels }, spec: { containers: [{ name: "memcached", image: m.spec.image }] } },
+    },
+  };
+}
+
+/** The tutorial's controller (its reconcile elided). */
+export function memcachedController() {
+  return controller("memcached")
+    .for(Memcached)
+    .reconcile(() => undefined);
+}
