@@ -1,4 +1,4 @@
-// The house's arrows (../shared/guide/architecture.md, mirrored in the README's map): which folder of
+// The house's arrows (the table of docs/architecture.md, which describes each folder): which folder of
 // packages/opkit/src may import which. Everything else is a wrong-way import and fails `make lint`.
 // Tests (*.test.ts) are exempt; example operators under testdata/ may use the public entries only.
 
@@ -46,7 +46,7 @@ export function architectureConfigs(root = "packages/opkit/src") {
                   "opkit",
                   "opkit/*",
                 ],
-                message: `${folder}/ may import only ${ALLOWED_IMPORTS[folder].join(", ") || "nothing of opkit"} (architecture table in README.md)`,
+                message: `${folder}/ may import only ${ALLOWED_IMPORTS[folder].join(", ") || "nothing of opkit"} (the table in docs/architecture.md)`,
               },
             ],
           },

@@ -366,6 +366,7 @@ class Generator {
           "TypeBox schemas of the Kubernetes built-in API types, for `defineKind`: `core.v1.ServicePort`,",
           "`apps.v1.DeploymentStatus`, `meta.v1.Condition`. Importing this entry loads every group-version;",
           'import one (`import * as corev1 from "opkit/schemas/core/v1"`) to load only that one and what it uses.',
+          "@module opkit/schemas",
         ].join("\n * "),
       ),
       ...[...groups.keys()].map((g) => `export * as ${g} from "./${g}.ts";`),
@@ -521,7 +522,10 @@ class SchemaFile extends GvFile {
     for (const def of this.defs) {
       const expr = this.definition(def);
       body.push(
-        `${jsDoc(def.schema.description, "")}export const ${def.name} = ${expr};\nexport type ${def.name} = T.${def.name};\n`,
+        `${jsDoc(def.schema.description, "")}export const ${def.name} = ${expr};\n` +
+          // The alias needs its own comment: the API reference lists it apart from the constant.
+          `/** The value the \`${def.name}\` schema validates: ${def.name} of ${def.pkg.goPackage}. */\n` +
+          `export type ${def.name} = T.${def.name};\n`,
       );
     }
     const helpers = [

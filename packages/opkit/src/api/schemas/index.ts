@@ -4,6 +4,7 @@
  * TypeBox schemas of the Kubernetes built-in API types, for `defineKind`: `core.v1.ServicePort`,
  * `apps.v1.DeploymentStatus`, `meta.v1.Condition`. Importing this entry loads every group-version;
  * import one (`import * as corev1 from "opkit/schemas/core/v1"`) to load only that one and what it uses.
+ * @module opkit/schemas
  */
 export * as admissionregistration from "./admissionregistration.ts";
 export * as apiextensions from "./apiextensions.ts";

@@ -20,6 +20,7 @@ export const ApplyConfiguration = /* @__PURE__ */ Type.Unsafe<T.ApplyConfigurati
     },
   },
 });
+/** The value the `ApplyConfiguration` schema validates: ApplyConfiguration of k8s.io/api/admissionregistration/v1. */
 export type ApplyConfiguration = T.ApplyConfiguration;
 
 /** AuditAnnotation describes how to produce an audit annotation for an API request. */
@@ -38,6 +39,7 @@ export const AuditAnnotation = /* @__PURE__ */ Type.Unsafe<T.AuditAnnotation>({
   },
   required: ["key","valueExpression"],
 });
+/** The value the `AuditAnnotation` schema validates: AuditAnnotation of k8s.io/api/admissionregistration/v1. */
 export type AuditAnnotation = T.AuditAnnotation;
 
 /** ExpressionWarning is a warning information that targets a specific expression. */
@@ -56,6 +58,7 @@ export const ExpressionWarning = /* @__PURE__ */ Type.Unsafe<T.ExpressionWarning
   },
   required: ["fieldRef","warning"],
 });
+/** The value the `ExpressionWarning` schema validates: ExpressionWarning of k8s.io/api/admissionregistration/v1. */
 export type ExpressionWarning = T.ExpressionWarning;
 
 /** JSONPatch defines a JSON Patch. */
@@ -69,6 +72,7 @@ export const JSONPatch = /* @__PURE__ */ Type.Unsafe<T.JSONPatch>({
     },
   },
 });
+/** The value the `JSONPatch` schema validates: JSONPatch of k8s.io/api/admissionregistration/v1. */
 export type JSONPatch = T.JSONPatch;
 
 /** MatchCondition represents a condition which must by fulfilled for a request to be sent to a webhook. */
@@ -87,6 +91,7 @@ export const MatchCondition = /* @__PURE__ */ Type.Unsafe<T.MatchCondition>({
   },
   required: ["name","expression"],
 });
+/** The value the `MatchCondition` schema validates: MatchCondition of k8s.io/api/admissionregistration/v1. */
 export type MatchCondition = T.MatchCondition;
 
 /** NamedRuleWithOperations is a tuple of Operations and Resources with ResourceNames. */
@@ -143,6 +148,7 @@ export const NamedRuleWithOperations = /* @__PURE__ */ Type.Unsafe<T.NamedRuleWi
   },
   "x-kubernetes-map-type": "atomic",
 });
+/** The value the `NamedRuleWithOperations` schema validates: NamedRuleWithOperations of k8s.io/api/admissionregistration/v1. */
 export type NamedRuleWithOperations = T.NamedRuleWithOperations;
 
 /** MatchResources decides whether to run the admission control policy on an object based on whether it meets the match criteria. The exclude rules take precedence over include rules (if a resource matches both, it is excluded) */
@@ -172,6 +178,7 @@ export const MatchResources = /* @__PURE__ */ Type.Unsafe<T.MatchResources>({
   },
   "x-kubernetes-map-type": "atomic",
 });
+/** The value the `MatchResources` schema validates: MatchResources of k8s.io/api/admissionregistration/v1. */
 export type MatchResources = T.MatchResources;
 
 /** Mutation specifies the CEL expression which is used to apply the Mutation. */
@@ -189,6 +196,7 @@ export const Mutation = /* @__PURE__ */ Type.Unsafe<T.Mutation>({
   },
   required: ["patchType"],
 });
+/** The value the `Mutation` schema validates: Mutation of k8s.io/api/admissionregistration/v1. */
 export type Mutation = T.Mutation;
 
 /** ParamKind is a tuple of Group Kind and Version. */
@@ -207,6 +215,7 @@ export const ParamKind = /* @__PURE__ */ Type.Unsafe<T.ParamKind>({
   },
   "x-kubernetes-map-type": "atomic",
 });
+/** The value the `ParamKind` schema validates: ParamKind of k8s.io/api/admissionregistration/v1. */
 export type ParamKind = T.ParamKind;
 
 /** Variable is the definition of a variable that is used for composition. A variable is defined as a named expression. */
@@ -226,6 +235,7 @@ export const Variable = /* @__PURE__ */ Type.Unsafe<T.Variable>({
   required: ["name","expression"],
   "x-kubernetes-map-type": "atomic",
 });
+/** The value the `Variable` schema validates: Variable of k8s.io/api/admissionregistration/v1. */
 export type Variable = T.Variable;
 
 /** MutatingAdmissionPolicySpec defines the desired behavior of the admission policy. */
@@ -266,6 +276,7 @@ export const MutatingAdmissionPolicySpec = /* @__PURE__ */ Type.Unsafe<T.Mutatin
     },
   },
 });
+/** The value the `MutatingAdmissionPolicySpec` schema validates: MutatingAdmissionPolicySpec of k8s.io/api/admissionregistration/v1. */
 export type MutatingAdmissionPolicySpec = T.MutatingAdmissionPolicySpec;
 
 /** MutatingAdmissionPolicy describes the definition of an admission mutation policy that mutates the object coming into admission chain. */
@@ -285,6 +296,7 @@ export const MutatingAdmissionPolicy = /* @__PURE__ */ Type.Unsafe<T.MutatingAdm
     spec: /* @__PURE__ */ described(MutatingAdmissionPolicySpec, "spec defines the desired behavior of the MutatingAdmissionPolicy."),
   },
 });
+/** The value the `MutatingAdmissionPolicy` schema validates: MutatingAdmissionPolicy of k8s.io/api/admissionregistration/v1. */
 export type MutatingAdmissionPolicy = T.MutatingAdmissionPolicy;
 
 /** ParamRef describes how to locate the params to be used as input to expressions of rules applied by a policy binding. */
@@ -308,6 +320,7 @@ export const ParamRef = /* @__PURE__ */ Type.Unsafe<T.ParamRef>({
   },
   "x-kubernetes-map-type": "atomic",
 });
+/** The value the `ParamRef` schema validates: ParamRef of k8s.io/api/admissionregistration/v1. */
 export type ParamRef = T.ParamRef;
 
 /** MutatingAdmissionPolicyBindingSpec defines the specification of the MutatingAdmissionPolicyBinding. */
@@ -323,6 +336,7 @@ export const MutatingAdmissionPolicyBindingSpec = /* @__PURE__ */ Type.Unsafe<T.
     },
   },
 });
+/** The value the `MutatingAdmissionPolicyBindingSpec` schema validates: MutatingAdmissionPolicyBindingSpec of k8s.io/api/admissionregistration/v1. */
 export type MutatingAdmissionPolicyBindingSpec = T.MutatingAdmissionPolicyBindingSpec;
 
 /**
@@ -348,6 +362,7 @@ export const MutatingAdmissionPolicyBinding = /* @__PURE__ */ Type.Unsafe<T.Muta
     spec: /* @__PURE__ */ described(MutatingAdmissionPolicyBindingSpec, "spec defines the desired behavior of the MutatingAdmissionPolicyBinding."),
   },
 });
+/** The value the `MutatingAdmissionPolicyBinding` schema validates: MutatingAdmissionPolicyBinding of k8s.io/api/admissionregistration/v1. */
 export type MutatingAdmissionPolicyBinding = T.MutatingAdmissionPolicyBinding;
 
 /** RuleWithOperations is a tuple of Operations and Resources. It is recommended to make sure that all the tuple expansions are valid. */
@@ -395,6 +410,7 @@ export const RuleWithOperations = /* @__PURE__ */ Type.Unsafe<T.RuleWithOperatio
     },
   },
 });
+/** The value the `RuleWithOperations` schema validates: RuleWithOperations of k8s.io/api/admissionregistration/v1. */
 export type RuleWithOperations = T.RuleWithOperations;
 
 /** ServiceReference holds a reference to Service.legacy.k8s.io */
@@ -422,6 +438,7 @@ export const ServiceReference = /* @__PURE__ */ Type.Unsafe<T.ServiceReference>(
   },
   required: ["namespace","name"],
 });
+/** The value the `ServiceReference` schema validates: ServiceReference of k8s.io/api/admissionregistration/v1. */
 export type ServiceReference = T.ServiceReference;
 
 /** WebhookClientConfig contains the information to make a TLS connection with the webhook */
@@ -441,6 +458,7 @@ export const WebhookClientConfig = /* @__PURE__ */ Type.Unsafe<T.WebhookClientCo
     },
   },
 });
+/** The value the `WebhookClientConfig` schema validates: WebhookClientConfig of k8s.io/api/admissionregistration/v1. */
 export type WebhookClientConfig = T.WebhookClientConfig;
 
 /** MutatingWebhook describes an admission webhook and the resources and operations it applies to. */
@@ -504,6 +522,7 @@ export const MutatingWebhook = /* @__PURE__ */ Type.Unsafe<T.MutatingWebhook>({
   },
   required: ["name","clientConfig","sideEffects","admissionReviewVersions"],
 });
+/** The value the `MutatingWebhook` schema validates: MutatingWebhook of k8s.io/api/admissionregistration/v1. */
 export type MutatingWebhook = T.MutatingWebhook;
 
 /** MutatingWebhookConfiguration describes the configuration of and admission webhook that accept or reject and may change the object. */
@@ -529,6 +548,7 @@ export const MutatingWebhookConfiguration = /* @__PURE__ */ Type.Unsafe<T.Mutati
     },
   },
 });
+/** The value the `MutatingWebhookConfiguration` schema validates: MutatingWebhookConfiguration of k8s.io/api/admissionregistration/v1. */
 export type MutatingWebhookConfiguration = T.MutatingWebhookConfiguration;
 
 /** TypeChecking contains results of type checking the expressions in the ValidatingAdmissionPolicy */
@@ -544,6 +564,7 @@ export const TypeChecking = /* @__PURE__ */ Type.Unsafe<T.TypeChecking>({
     },
   },
 });
+/** The value the `TypeChecking` schema validates: TypeChecking of k8s.io/api/admissionregistration/v1. */
 export type TypeChecking = T.TypeChecking;
 
 /** Validation specifies the CEL expression which is used to apply the validation. */
@@ -570,6 +591,7 @@ export const Validation = /* @__PURE__ */ Type.Unsafe<T.Validation>({
   },
   required: ["expression"],
 });
+/** The value the `Validation` schema validates: Validation of k8s.io/api/admissionregistration/v1. */
 export type Validation = T.Validation;
 
 /** ValidatingAdmissionPolicySpec is the specification of the desired behavior of the AdmissionPolicy. */
@@ -612,6 +634,7 @@ export const ValidatingAdmissionPolicySpec = /* @__PURE__ */ Type.Unsafe<T.Valid
     },
   },
 });
+/** The value the `ValidatingAdmissionPolicySpec` schema validates: ValidatingAdmissionPolicySpec of k8s.io/api/admissionregistration/v1. */
 export type ValidatingAdmissionPolicySpec = T.ValidatingAdmissionPolicySpec;
 
 /** ValidatingAdmissionPolicyStatus represents the status of an admission validation policy. */
@@ -634,6 +657,7 @@ export const ValidatingAdmissionPolicyStatus = /* @__PURE__ */ Type.Unsafe<T.Val
     typeChecking: /* @__PURE__ */ described(TypeChecking, "typeChecking contains the results of type checking for each expression. Presence of this field indicates the completion of the type checking."),
   },
 });
+/** The value the `ValidatingAdmissionPolicyStatus` schema validates: ValidatingAdmissionPolicyStatus of k8s.io/api/admissionregistration/v1. */
 export type ValidatingAdmissionPolicyStatus = T.ValidatingAdmissionPolicyStatus;
 
 /** ValidatingAdmissionPolicy describes the definition of an admission validation policy that accepts or rejects an object without changing it. */
@@ -654,6 +678,7 @@ export const ValidatingAdmissionPolicy = /* @__PURE__ */ Type.Unsafe<T.Validatin
     status: /* @__PURE__ */ described(ValidatingAdmissionPolicyStatus, "status represents the current status of the ValidatingAdmissionPolicy, including warnings that are useful to determine if the policy behaves in the expected way. Populated by the system. Read-only."),
   },
 });
+/** The value the `ValidatingAdmissionPolicy` schema validates: ValidatingAdmissionPolicy of k8s.io/api/admissionregistration/v1. */
 export type ValidatingAdmissionPolicy = T.ValidatingAdmissionPolicy;
 
 /** ValidatingAdmissionPolicyBindingSpec is the specification of the ValidatingAdmissionPolicyBinding. */
@@ -679,6 +704,7 @@ export const ValidatingAdmissionPolicyBindingSpec = /* @__PURE__ */ Type.Unsafe<
   },
   required: ["policyName","validationActions"],
 });
+/** The value the `ValidatingAdmissionPolicyBindingSpec` schema validates: ValidatingAdmissionPolicyBindingSpec of k8s.io/api/admissionregistration/v1. */
 export type ValidatingAdmissionPolicyBindingSpec = T.ValidatingAdmissionPolicyBindingSpec;
 
 /**
@@ -705,6 +731,7 @@ export const ValidatingAdmissionPolicyBinding = /* @__PURE__ */ Type.Unsafe<T.Va
   },
   required: ["spec"],
 });
+/** The value the `ValidatingAdmissionPolicyBinding` schema validates: ValidatingAdmissionPolicyBinding of k8s.io/api/admissionregistration/v1. */
 export type ValidatingAdmissionPolicyBinding = T.ValidatingAdmissionPolicyBinding;
 
 /** ValidatingWebhook describes an admission webhook and the resources and operations it applies to. */
@@ -763,6 +790,7 @@ export const ValidatingWebhook = /* @__PURE__ */ Type.Unsafe<T.ValidatingWebhook
   },
   required: ["name","clientConfig","sideEffects","admissionReviewVersions"],
 });
+/** The value the `ValidatingWebhook` schema validates: ValidatingWebhook of k8s.io/api/admissionregistration/v1. */
 export type ValidatingWebhook = T.ValidatingWebhook;
 
 /** ValidatingWebhookConfiguration describes the configuration of and admission webhook that accept or reject and object without changing it. */
@@ -788,4 +816,5 @@ export const ValidatingWebhookConfiguration = /* @__PURE__ */ Type.Unsafe<T.Vali
     },
   },
 });
+/** The value the `ValidatingWebhookConfiguration` schema validates: ValidatingWebhookConfiguration of k8s.io/api/admissionregistration/v1. */
 export type ValidatingWebhookConfiguration = T.ValidatingWebhookConfiguration;

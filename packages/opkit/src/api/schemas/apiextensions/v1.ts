@@ -42,6 +42,7 @@ export const CustomResourceColumnDefinition = /* @__PURE__ */ Type.Unsafe<T.Cust
   },
   required: ["name","type","jsonPath"],
 });
+/** The value the `CustomResourceColumnDefinition` schema validates: CustomResourceColumnDefinition of k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1. */
 export type CustomResourceColumnDefinition = T.CustomResourceColumnDefinition;
 
 /** ServiceReference holds a reference to Service.legacy.k8s.io */
@@ -69,6 +70,7 @@ export const ServiceReference = /* @__PURE__ */ Type.Unsafe<T.ServiceReference>(
   },
   required: ["namespace","name"],
 });
+/** The value the `ServiceReference` schema validates: ServiceReference of k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1. */
 export type ServiceReference = T.ServiceReference;
 
 /** WebhookClientConfig contains the information to make a TLS connection with the webhook. */
@@ -88,6 +90,7 @@ export const WebhookClientConfig = /* @__PURE__ */ Type.Unsafe<T.WebhookClientCo
     },
   },
 });
+/** The value the `WebhookClientConfig` schema validates: WebhookClientConfig of k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1. */
 export type WebhookClientConfig = T.WebhookClientConfig;
 
 /** WebhookConversion describes how to call a conversion webhook */
@@ -107,6 +110,7 @@ export const WebhookConversion = /* @__PURE__ */ Type.Unsafe<T.WebhookConversion
   },
   required: ["conversionReviewVersions"],
 });
+/** The value the `WebhookConversion` schema validates: WebhookConversion of k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1. */
 export type WebhookConversion = T.WebhookConversion;
 
 /** CustomResourceConversion describes how to convert different versions of a CR. */
@@ -122,6 +126,7 @@ export const CustomResourceConversion = /* @__PURE__ */ Type.Unsafe<T.CustomReso
   },
   required: ["strategy"],
 });
+/** The value the `CustomResourceConversion` schema validates: CustomResourceConversion of k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1. */
 export type CustomResourceConversion = T.CustomResourceConversion;
 
 /** CustomResourceDefinitionNames indicates the names to serve this CustomResourceDefinition */
@@ -164,6 +169,7 @@ export const CustomResourceDefinitionNames = /* @__PURE__ */ Type.Unsafe<T.Custo
   },
   required: ["plural","kind"],
 });
+/** The value the `CustomResourceDefinitionNames` schema validates: CustomResourceDefinitionNames of k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1. */
 export type CustomResourceDefinitionNames = T.CustomResourceDefinitionNames;
 
 /** CustomResourceSubresourceScale defines how to serve the scale subresource for CustomResources. */
@@ -186,6 +192,7 @@ export const CustomResourceSubresourceScale = /* @__PURE__ */ Type.Unsafe<T.Cust
   },
   required: ["specReplicasPath","statusReplicasPath"],
 });
+/** The value the `CustomResourceSubresourceScale` schema validates: CustomResourceSubresourceScale of k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1. */
 export type CustomResourceSubresourceScale = T.CustomResourceSubresourceScale;
 
 /** CustomResourceSubresourceStatus defines how to serve the status subresource for CustomResources. Status is represented by the `.status` JSON path inside of a CustomResource. When set, * exposes a /status subresource for the custom resource * PUT requests to the /status subresource take a custom resource object, and ignore changes to anything except the status stanza * PUT/POST/PATCH requests to the custom resource ignore changes to the status stanza */
@@ -194,6 +201,7 @@ export const CustomResourceSubresourceStatus = /* @__PURE__ */ Type.Unsafe<T.Cus
   type: "object",
   "x-kubernetes-preserve-unknown-fields": true,
 });
+/** The value the `CustomResourceSubresourceStatus` schema validates: CustomResourceSubresourceStatus of k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1. */
 export type CustomResourceSubresourceStatus = T.CustomResourceSubresourceStatus;
 
 /** CustomResourceSubresources defines the status and scale subresources for CustomResources. */
@@ -209,6 +217,7 @@ export const CustomResourceSubresources = /* @__PURE__ */ Type.Unsafe<T.CustomRe
     },
   },
 });
+/** The value the `CustomResourceSubresources` schema validates: CustomResourceSubresources of k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1. */
 export type CustomResourceSubresources = T.CustomResourceSubresources;
 
 /** ExternalDocumentation allows referencing an external resource for extended documentation. */
@@ -224,6 +233,7 @@ export const ExternalDocumentation = /* @__PURE__ */ Type.Unsafe<T.ExternalDocum
     },
   },
 });
+/** The value the `ExternalDocumentation` schema validates: ExternalDocumentation of k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1. */
 export type ExternalDocumentation = T.ExternalDocumentation;
 
 /** JSON represents any valid JSON value. These types are supported: bool, int64, float64, string, []interface{}, map[string]interface{} and nil. */
@@ -231,6 +241,7 @@ export const JSON = /* @__PURE__ */ Type.Unsafe<T.JSON>({
   description: "JSON represents any valid JSON value. These types are supported: bool, int64, float64, string, []interface{}, map[string]interface{} and nil.",
   "x-kubernetes-preserve-unknown-fields": true,
 });
+/** The value the `JSON` schema validates: JSON of k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1. */
 export type JSON = T.JSON;
 
 /** JSONSchemaPropsOrArray represents a value that can either be a JSONSchemaProps or an array of JSONSchemaProps. Mainly here for serialization purposes. */
@@ -238,6 +249,7 @@ export const JSONSchemaPropsOrArray = /* @__PURE__ */ Type.Unsafe<T.JSONSchemaPr
   description: "JSONSchemaPropsOrArray represents a value that can either be a JSONSchemaProps or an array of JSONSchemaProps. Mainly here for serialization purposes.",
   "x-kubernetes-preserve-unknown-fields": true,
 });
+/** The value the `JSONSchemaPropsOrArray` schema validates: JSONSchemaPropsOrArray of k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1. */
 export type JSONSchemaPropsOrArray = T.JSONSchemaPropsOrArray;
 
 /** JSONSchemaPropsOrBool represents JSONSchemaProps or a boolean value. Defaults to true for the boolean property. */
@@ -245,6 +257,7 @@ export const JSONSchemaPropsOrBool = /* @__PURE__ */ Type.Unsafe<T.JSONSchemaPro
   description: "JSONSchemaPropsOrBool represents JSONSchemaProps or a boolean value. Defaults to true for the boolean property.",
   "x-kubernetes-preserve-unknown-fields": true,
 });
+/** The value the `JSONSchemaPropsOrBool` schema validates: JSONSchemaPropsOrBool of k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1. */
 export type JSONSchemaPropsOrBool = T.JSONSchemaPropsOrBool;
 
 /** JSONSchemaPropsOrStringArray represents a JSONSchemaProps or a string array. */
@@ -252,6 +265,7 @@ export const JSONSchemaPropsOrStringArray = /* @__PURE__ */ Type.Unsafe<T.JSONSc
   description: "JSONSchemaPropsOrStringArray represents a JSONSchemaProps or a string array.",
   "x-kubernetes-preserve-unknown-fields": true,
 });
+/** The value the `JSONSchemaPropsOrStringArray` schema validates: JSONSchemaPropsOrStringArray of k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1. */
 export type JSONSchemaPropsOrStringArray = T.JSONSchemaPropsOrStringArray;
 
 /** ValidationRule describes a validation rule written in the CEL expression language. */
@@ -287,6 +301,7 @@ export const ValidationRule = /* @__PURE__ */ Type.Unsafe<T.ValidationRule>({
   },
   required: ["rule"],
 });
+/** The value the `ValidationRule` schema validates: ValidationRule of k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1. */
 export type ValidationRule = T.ValidationRule;
 
 /** JSONSchemaProps is a JSON-Schema following Specification Draft 4 (http://json-schema.org/). */
@@ -490,6 +505,7 @@ export const JSONSchemaProps = /* @__PURE__ */ Type.Unsafe<T.JSONSchemaProps>({
     },
   },
 });
+/** The value the `JSONSchemaProps` schema validates: JSONSchemaProps of k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1. */
 export type JSONSchemaProps = T.JSONSchemaProps;
 
 /** CustomResourceValidation is a list of validation methods for CustomResources. */
@@ -500,6 +516,7 @@ export const CustomResourceValidation = /* @__PURE__ */ Type.Unsafe<T.CustomReso
     openAPIV3Schema: /* @__PURE__ */ described(JSONSchemaProps, "openAPIV3Schema is the OpenAPI v3 schema to use for validation and pruning."),
   },
 });
+/** The value the `CustomResourceValidation` schema validates: CustomResourceValidation of k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1. */
 export type CustomResourceValidation = T.CustomResourceValidation;
 
 /** SelectableField specifies the JSON path of a field that may be used with field selectors. */
@@ -514,6 +531,7 @@ export const SelectableField = /* @__PURE__ */ Type.Unsafe<T.SelectableField>({
   },
   required: ["jsonPath"],
 });
+/** The value the `SelectableField` schema validates: SelectableField of k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1. */
 export type SelectableField = T.SelectableField;
 
 /** CustomResourceDefinitionVersion describes a version for CRD. */
@@ -558,6 +576,7 @@ export const CustomResourceDefinitionVersion = /* @__PURE__ */ Type.Unsafe<T.Cus
   },
   required: ["name","served","storage"],
 });
+/** The value the `CustomResourceDefinitionVersion` schema validates: CustomResourceDefinitionVersion of k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1. */
 export type CustomResourceDefinitionVersion = T.CustomResourceDefinitionVersion;
 
 /** CustomResourceDefinitionSpec describes how a user wants their resource to appear */
@@ -588,6 +607,7 @@ export const CustomResourceDefinitionSpec = /* @__PURE__ */ Type.Unsafe<T.Custom
   },
   required: ["group","names","scope","versions"],
 });
+/** The value the `CustomResourceDefinitionSpec` schema validates: CustomResourceDefinitionSpec of k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1. */
 export type CustomResourceDefinitionSpec = T.CustomResourceDefinitionSpec;
 
 /** CustomResourceDefinitionCondition contains details for the current condition of this pod. */
@@ -624,6 +644,7 @@ export const CustomResourceDefinitionCondition = /* @__PURE__ */ Type.Unsafe<T.C
   },
   required: ["type","status"],
 });
+/** The value the `CustomResourceDefinitionCondition` schema validates: CustomResourceDefinitionCondition of k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1. */
 export type CustomResourceDefinitionCondition = T.CustomResourceDefinitionCondition;
 
 /** CustomResourceDefinitionStatus indicates the state of the CustomResourceDefinition */
@@ -654,6 +675,7 @@ export const CustomResourceDefinitionStatus = /* @__PURE__ */ Type.Unsafe<T.Cust
     },
   },
 });
+/** The value the `CustomResourceDefinitionStatus` schema validates: CustomResourceDefinitionStatus of k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1. */
 export type CustomResourceDefinitionStatus = T.CustomResourceDefinitionStatus;
 
 /** CustomResourceDefinition represents a resource that should be exposed on the API server.  Its name MUST be in the format <.spec.name>.<.spec.group>. */
@@ -675,4 +697,5 @@ export const CustomResourceDefinition = /* @__PURE__ */ Type.Unsafe<T.CustomReso
   },
   required: ["spec"],
 });
+/** The value the `CustomResourceDefinition` schema validates: CustomResourceDefinition of k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1. */
 export type CustomResourceDefinition = T.CustomResourceDefinition;

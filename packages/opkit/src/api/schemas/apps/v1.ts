@@ -37,6 +37,7 @@ export const ControllerRevision = /* @__PURE__ */ Type.Unsafe<T.ControllerRevisi
   },
   required: ["revision"],
 });
+/** The value the `ControllerRevision` schema validates: ControllerRevision of k8s.io/api/apps/v1. */
 export type ControllerRevision = T.ControllerRevision;
 
 /** Spec to control the desired behavior of daemon set rolling update. */
@@ -48,6 +49,7 @@ export const RollingUpdateDaemonSet = /* @__PURE__ */ Type.Unsafe<T.RollingUpdat
     maxUnavailable: /* @__PURE__ */ intOrString({ description: "The maximum number of DaemonSet pods that can be unavailable during the update. Value can be an absolute number (ex: 5) or a percentage of total number of DaemonSet pods at the start of the update (ex: 10%). Absolute number is calculated from percentage by rounding up. This cannot be 0 if MaxSurge is 0 Default value is 1. Example: when this is set to 30%, at most 30% of the total number of nodes that should be running the daemon pod (i.e. status.desiredNumberScheduled) can have their pods stopped for an update at any given time. The update starts by stopping at most 30% of those DaemonSet pods and then brings up new DaemonSet pods in their place. Once the new pods are available, it then proceeds onto other DaemonSet pods, thus ensuring that at least 70% of original number of DaemonSet pods are available at all times during the update." }),
   },
 });
+/** The value the `RollingUpdateDaemonSet` schema validates: RollingUpdateDaemonSet of k8s.io/api/apps/v1. */
 export type RollingUpdateDaemonSet = T.RollingUpdateDaemonSet;
 
 /** DaemonSetUpdateStrategy is a struct used to control the update strategy for a DaemonSet. */
@@ -63,6 +65,7 @@ export const DaemonSetUpdateStrategy = /* @__PURE__ */ Type.Unsafe<T.DaemonSetUp
     },
   },
 });
+/** The value the `DaemonSetUpdateStrategy` schema validates: DaemonSetUpdateStrategy of k8s.io/api/apps/v1. */
 export type DaemonSetUpdateStrategy = T.DaemonSetUpdateStrategy;
 
 /** DaemonSetSpec is the specification of a daemon set. */
@@ -86,6 +89,7 @@ export const DaemonSetSpec = /* @__PURE__ */ Type.Unsafe<T.DaemonSetSpec>({
   },
   required: ["selector","template"],
 });
+/** The value the `DaemonSetSpec` schema validates: DaemonSetSpec of k8s.io/api/apps/v1. */
 export type DaemonSetSpec = T.DaemonSetSpec;
 
 /** DaemonSetCondition describes the state of a DaemonSet at a certain point. */
@@ -117,6 +121,7 @@ export const DaemonSetCondition = /* @__PURE__ */ Type.Unsafe<T.DaemonSetConditi
   },
   required: ["type","status"],
 });
+/** The value the `DaemonSetCondition` schema validates: DaemonSetCondition of k8s.io/api/apps/v1. */
 export type DaemonSetCondition = T.DaemonSetCondition;
 
 /** DaemonSetStatus represents the current status of a daemon set. */
@@ -179,6 +184,7 @@ export const DaemonSetStatus = /* @__PURE__ */ Type.Unsafe<T.DaemonSetStatus>({
   },
   required: ["currentNumberScheduled","numberMisscheduled","desiredNumberScheduled","numberReady"],
 });
+/** The value the `DaemonSetStatus` schema validates: DaemonSetStatus of k8s.io/api/apps/v1. */
 export type DaemonSetStatus = T.DaemonSetStatus;
 
 /** DaemonSet represents the configuration of a daemon set. */
@@ -199,6 +205,7 @@ export const DaemonSet = /* @__PURE__ */ Type.Unsafe<T.DaemonSet>({
     status: /* @__PURE__ */ described(DaemonSetStatus, "The current status of this daemon set. This data may be out of date by some window of time. Populated by the system. Read-only. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status"),
   },
 });
+/** The value the `DaemonSet` schema validates: DaemonSet of k8s.io/api/apps/v1. */
 export type DaemonSet = T.DaemonSet;
 
 /** Spec to control the desired behavior of rolling update. */
@@ -210,6 +217,7 @@ export const RollingUpdateDeployment = /* @__PURE__ */ Type.Unsafe<T.RollingUpda
     maxUnavailable: /* @__PURE__ */ intOrString({ description: "The maximum number of pods that can be unavailable during the update. Value can be an absolute number (ex: 5) or a percentage of desired pods (ex: 10%). Absolute number is calculated from percentage by rounding down. This can not be 0 if MaxSurge is 0. Defaults to 25%. Example: when this is set to 30%, the old ReplicaSet can be scaled down to 70% of desired pods immediately when the rolling update starts. Once new pods are ready, old ReplicaSet can be scaled down further, followed by scaling up the new ReplicaSet, ensuring that the total number of pods available at all times during the update is at least 70% of desired pods." }),
   },
 });
+/** The value the `RollingUpdateDeployment` schema validates: RollingUpdateDeployment of k8s.io/api/apps/v1. */
 export type RollingUpdateDeployment = T.RollingUpdateDeployment;
 
 /** DeploymentStrategy describes how to replace existing pods with new ones. */
@@ -225,6 +233,7 @@ export const DeploymentStrategy = /* @__PURE__ */ Type.Unsafe<T.DeploymentStrate
     },
   },
 });
+/** The value the `DeploymentStrategy` schema validates: DeploymentStrategy of k8s.io/api/apps/v1. */
 export type DeploymentStrategy = T.DeploymentStrategy;
 
 /** DeploymentSpec is the specification of the desired behavior of the Deployment. */
@@ -262,6 +271,7 @@ export const DeploymentSpec = /* @__PURE__ */ Type.Unsafe<T.DeploymentSpec>({
   },
   required: ["selector","template"],
 });
+/** The value the `DeploymentSpec` schema validates: DeploymentSpec of k8s.io/api/apps/v1. */
 export type DeploymentSpec = T.DeploymentSpec;
 
 /** DeploymentCondition describes the state of a deployment at a certain point. */
@@ -298,6 +308,7 @@ export const DeploymentCondition = /* @__PURE__ */ Type.Unsafe<T.DeploymentCondi
   },
   required: ["type","status"],
 });
+/** The value the `DeploymentCondition` schema validates: DeploymentCondition of k8s.io/api/apps/v1. */
 export type DeploymentCondition = T.DeploymentCondition;
 
 /** DeploymentStatus is the most recently observed status of the Deployment. */
@@ -354,6 +365,7 @@ export const DeploymentStatus = /* @__PURE__ */ Type.Unsafe<T.DeploymentStatus>(
     },
   },
 });
+/** The value the `DeploymentStatus` schema validates: DeploymentStatus of k8s.io/api/apps/v1. */
 export type DeploymentStatus = T.DeploymentStatus;
 
 /** Deployment enables declarative updates for Pods and ReplicaSets. */
@@ -374,6 +386,7 @@ export const Deployment = /* @__PURE__ */ Type.Unsafe<T.Deployment>({
     status: /* @__PURE__ */ described(DeploymentStatus, "Most recently observed status of the Deployment."),
   },
 });
+/** The value the `Deployment` schema validates: Deployment of k8s.io/api/apps/v1. */
 export type Deployment = T.Deployment;
 
 /** ReplicaSetSpec is the specification of a ReplicaSet. */
@@ -396,6 +409,7 @@ export const ReplicaSetSpec = /* @__PURE__ */ Type.Unsafe<T.ReplicaSetSpec>({
   },
   required: ["selector"],
 });
+/** The value the `ReplicaSetSpec` schema validates: ReplicaSetSpec of k8s.io/api/apps/v1. */
 export type ReplicaSetSpec = T.ReplicaSetSpec;
 
 /** ReplicaSetCondition describes the state of a replica set at a certain point. */
@@ -427,6 +441,7 @@ export const ReplicaSetCondition = /* @__PURE__ */ Type.Unsafe<T.ReplicaSetCondi
   },
   required: ["type","status"],
 });
+/** The value the `ReplicaSetCondition` schema validates: ReplicaSetCondition of k8s.io/api/apps/v1. */
 export type ReplicaSetCondition = T.ReplicaSetCondition;
 
 /** ReplicaSetStatus represents the current status of a ReplicaSet. */
@@ -474,6 +489,7 @@ export const ReplicaSetStatus = /* @__PURE__ */ Type.Unsafe<T.ReplicaSetStatus>(
   },
   required: ["replicas"],
 });
+/** The value the `ReplicaSetStatus` schema validates: ReplicaSetStatus of k8s.io/api/apps/v1. */
 export type ReplicaSetStatus = T.ReplicaSetStatus;
 
 /** ReplicaSet ensures that a specified number of pod replicas are running at any given time. */
@@ -494,6 +510,7 @@ export const ReplicaSet = /* @__PURE__ */ Type.Unsafe<T.ReplicaSet>({
     status: /* @__PURE__ */ described(ReplicaSetStatus, "Status is the most recently observed status of the ReplicaSet. This data may be out of date by some window of time. Populated by the system. Read-only. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status"),
   },
 });
+/** The value the `ReplicaSet` schema validates: ReplicaSet of k8s.io/api/apps/v1. */
 export type ReplicaSet = T.ReplicaSet;
 
 /** RollingUpdateStatefulSetStrategy is used to communicate parameter for RollingUpdateStatefulSetStrategyType. */
@@ -509,6 +526,7 @@ export const RollingUpdateStatefulSetStrategy = /* @__PURE__ */ Type.Unsafe<T.Ro
     },
   },
 });
+/** The value the `RollingUpdateStatefulSetStrategy` schema validates: RollingUpdateStatefulSetStrategy of k8s.io/api/apps/v1. */
 export type RollingUpdateStatefulSetStrategy = T.RollingUpdateStatefulSetStrategy;
 
 /** StatefulSetOrdinals describes the policy used for replica ordinal assignment in this StatefulSet. */
@@ -523,6 +541,7 @@ export const StatefulSetOrdinals = /* @__PURE__ */ Type.Unsafe<T.StatefulSetOrdi
     },
   },
 });
+/** The value the `StatefulSetOrdinals` schema validates: StatefulSetOrdinals of k8s.io/api/apps/v1. */
 export type StatefulSetOrdinals = T.StatefulSetOrdinals;
 
 /** StatefulSetPersistentVolumeClaimRetentionPolicy describes the policy used for PVCs created from the StatefulSet VolumeClaimTemplates. */
@@ -540,6 +559,7 @@ export const StatefulSetPersistentVolumeClaimRetentionPolicy = /* @__PURE__ */ T
     },
   },
 });
+/** The value the `StatefulSetPersistentVolumeClaimRetentionPolicy` schema validates: StatefulSetPersistentVolumeClaimRetentionPolicy of k8s.io/api/apps/v1. */
 export type StatefulSetPersistentVolumeClaimRetentionPolicy = T.StatefulSetPersistentVolumeClaimRetentionPolicy;
 
 /** StatefulSetUpdateStrategy indicates the strategy that the StatefulSet controller will use to perform updates. It includes any additional parameters necessary to perform the update for the indicated strategy. */
@@ -555,6 +575,7 @@ export const StatefulSetUpdateStrategy = /* @__PURE__ */ Type.Unsafe<T.StatefulS
     },
   },
 });
+/** The value the `StatefulSetUpdateStrategy` schema validates: StatefulSetUpdateStrategy of k8s.io/api/apps/v1. */
 export type StatefulSetUpdateStrategy = T.StatefulSetUpdateStrategy;
 
 /** A StatefulSetSpec is the specification of a StatefulSet. */
@@ -600,6 +621,7 @@ export const StatefulSetSpec = /* @__PURE__ */ Type.Unsafe<T.StatefulSetSpec>({
   },
   required: ["selector","template"],
 });
+/** The value the `StatefulSetSpec` schema validates: StatefulSetSpec of k8s.io/api/apps/v1. */
 export type StatefulSetSpec = T.StatefulSetSpec;
 
 /** StatefulSetCondition describes the state of a statefulset at a certain point. */
@@ -631,6 +653,7 @@ export const StatefulSetCondition = /* @__PURE__ */ Type.Unsafe<T.StatefulSetCon
   },
   required: ["type","status"],
 });
+/** The value the `StatefulSetCondition` schema validates: StatefulSetCondition of k8s.io/api/apps/v1. */
 export type StatefulSetCondition = T.StatefulSetCondition;
 
 /** StatefulSetStatus represents the current state of a StatefulSet. */
@@ -691,6 +714,7 @@ export const StatefulSetStatus = /* @__PURE__ */ Type.Unsafe<T.StatefulSetStatus
   },
   required: ["replicas"],
 });
+/** The value the `StatefulSetStatus` schema validates: StatefulSetStatus of k8s.io/api/apps/v1. */
 export type StatefulSetStatus = T.StatefulSetStatus;
 
 /**
@@ -717,4 +741,5 @@ export const StatefulSet = /* @__PURE__ */ Type.Unsafe<T.StatefulSet>({
     status: /* @__PURE__ */ described(StatefulSetStatus, "Status is the current status of Pods in this StatefulSet. This data may be out of date by some window of time."),
   },
 });
+/** The value the `StatefulSet` schema validates: StatefulSet of k8s.io/api/apps/v1. */
 export type StatefulSet = T.StatefulSet;

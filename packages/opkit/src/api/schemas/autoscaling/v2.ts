@@ -28,6 +28,7 @@ export const MetricTarget = /* @__PURE__ */ Type.Unsafe<T.MetricTarget>({
   },
   required: ["type"],
 });
+/** The value the `MetricTarget` schema validates: MetricTarget of k8s.io/api/autoscaling/v2. */
 export type MetricTarget = T.MetricTarget;
 
 /** ContainerResourceMetricSource indicates how to scale on a resource metric known to Kubernetes, as specified in requests and limits, describing each pod in the current scale target (e.g. CPU or memory).  The values will be averaged together before being compared to the target.  Such metrics are built in to Kubernetes, and have special scaling options on top of those available to normal per-pod metrics using the "pods" source.  Only one "target" type should be set. */
@@ -47,6 +48,7 @@ export const ContainerResourceMetricSource = /* @__PURE__ */ Type.Unsafe<T.Conta
   },
   required: ["name","target","container"],
 });
+/** The value the `ContainerResourceMetricSource` schema validates: ContainerResourceMetricSource of k8s.io/api/autoscaling/v2. */
 export type ContainerResourceMetricSource = T.ContainerResourceMetricSource;
 
 /** MetricValueStatus holds the current value for a metric */
@@ -63,6 +65,7 @@ export const MetricValueStatus = /* @__PURE__ */ Type.Unsafe<T.MetricValueStatus
     value: /* @__PURE__ */ quantity({ description: "value is the current value of the metric (as a quantity)." }),
   },
 });
+/** The value the `MetricValueStatus` schema validates: MetricValueStatus of k8s.io/api/autoscaling/v2. */
 export type MetricValueStatus = T.MetricValueStatus;
 
 /** ContainerResourceMetricStatus indicates the current value of a resource metric known to Kubernetes, as specified in requests and limits, describing a single container in each pod in the current scale target (e.g. CPU or memory).  Such metrics are built in to Kubernetes, and have special scaling options on top of those available to normal per-pod metrics using the "pods" source. */
@@ -82,6 +85,7 @@ export const ContainerResourceMetricStatus = /* @__PURE__ */ Type.Unsafe<T.Conta
   },
   required: ["name","current","container"],
 });
+/** The value the `ContainerResourceMetricStatus` schema validates: ContainerResourceMetricStatus of k8s.io/api/autoscaling/v2. */
 export type ContainerResourceMetricStatus = T.ContainerResourceMetricStatus;
 
 /** CrossVersionObjectReference contains enough information to let you identify the referred resource. */
@@ -104,6 +108,7 @@ export const CrossVersionObjectReference = /* @__PURE__ */ Type.Unsafe<T.CrossVe
   },
   required: ["kind","name"],
 });
+/** The value the `CrossVersionObjectReference` schema validates: CrossVersionObjectReference of k8s.io/api/autoscaling/v2. */
 export type CrossVersionObjectReference = T.CrossVersionObjectReference;
 
 /** MetricIdentifier defines the name and optionally selector for a metric */
@@ -119,6 +124,7 @@ export const MetricIdentifier = /* @__PURE__ */ Type.Unsafe<T.MetricIdentifier>(
   },
   required: ["name"],
 });
+/** The value the `MetricIdentifier` schema validates: MetricIdentifier of k8s.io/api/autoscaling/v2. */
 export type MetricIdentifier = T.MetricIdentifier;
 
 /** ExternalMetricSource indicates how to scale on a metric not associated with any Kubernetes object (for example length of queue in cloud messaging service, or QPS from loadbalancer running outside of cluster). */
@@ -131,6 +137,7 @@ export const ExternalMetricSource = /* @__PURE__ */ Type.Unsafe<T.ExternalMetric
   },
   required: ["metric","target"],
 });
+/** The value the `ExternalMetricSource` schema validates: ExternalMetricSource of k8s.io/api/autoscaling/v2. */
 export type ExternalMetricSource = T.ExternalMetricSource;
 
 /** ExternalMetricStatus indicates the current value of a global metric not associated with any Kubernetes object. */
@@ -143,6 +150,7 @@ export const ExternalMetricStatus = /* @__PURE__ */ Type.Unsafe<T.ExternalMetric
   },
   required: ["metric","current"],
 });
+/** The value the `ExternalMetricStatus` schema validates: ExternalMetricStatus of k8s.io/api/autoscaling/v2. */
 export type ExternalMetricStatus = T.ExternalMetricStatus;
 
 /** HPAScalingPolicy is a single policy which must hold true for a specified past interval. */
@@ -167,6 +175,7 @@ export const HPAScalingPolicy = /* @__PURE__ */ Type.Unsafe<T.HPAScalingPolicy>(
   },
   required: ["type","value","periodSeconds"],
 });
+/** The value the `HPAScalingPolicy` schema validates: HPAScalingPolicy of k8s.io/api/autoscaling/v2. */
 export type HPAScalingPolicy = T.HPAScalingPolicy;
 
 /**
@@ -198,6 +207,7 @@ export const HPAScalingRules = /* @__PURE__ */ Type.Unsafe<T.HPAScalingRules>({
     tolerance: /* @__PURE__ */ quantity({ description: "tolerance is the tolerance on the ratio between the current and desired metric value under which no updates are made to the desired number of replicas (e.g. 0.01 for 1%). Must be greater than or equal to zero. If not set, the default cluster-wide tolerance is applied (by default 10%).\n\nFor example, if autoscaling is configured with a memory consumption target of 100Mi, and scale-down and scale-up tolerances of 5% and 1% respectively, scaling will be triggered when the actual consumption falls below 95Mi or exceeds 101Mi.\n\nThis is an beta field and requires the HPAConfigurableTolerance feature gate to be enabled." }),
   },
 });
+/** The value the `HPAScalingRules` schema validates: HPAScalingRules of k8s.io/api/autoscaling/v2. */
 export type HPAScalingRules = T.HPAScalingRules;
 
 /** HorizontalPodAutoscalerBehavior configures the scaling behavior of the target in both Up and Down directions (scaleUp and scaleDown fields respectively). */
@@ -209,6 +219,7 @@ export const HorizontalPodAutoscalerBehavior = /* @__PURE__ */ Type.Unsafe<T.Hor
     scaleUp: /* @__PURE__ */ described(HPAScalingRules, "scaleUp is scaling policy for scaling Up. If not set, the default value is the higher of:\n  * increase no more than 4 pods per 60 seconds\n  * double the number of pods per 60 seconds\nNo stabilization is used."),
   },
 });
+/** The value the `HorizontalPodAutoscalerBehavior` schema validates: HorizontalPodAutoscalerBehavior of k8s.io/api/autoscaling/v2. */
 export type HorizontalPodAutoscalerBehavior = T.HorizontalPodAutoscalerBehavior;
 
 /** ObjectMetricSource indicates how to scale on a metric describing a kubernetes object (for example, hits-per-second on an Ingress object). */
@@ -222,6 +233,7 @@ export const ObjectMetricSource = /* @__PURE__ */ Type.Unsafe<T.ObjectMetricSour
   },
   required: ["describedObject","target","metric"],
 });
+/** The value the `ObjectMetricSource` schema validates: ObjectMetricSource of k8s.io/api/autoscaling/v2. */
 export type ObjectMetricSource = T.ObjectMetricSource;
 
 /** PodsMetricSource indicates how to scale on a metric describing each pod in the current scale target (for example, transactions-processed-per-second). The values will be averaged together before being compared to the target value. */
@@ -234,6 +246,7 @@ export const PodsMetricSource = /* @__PURE__ */ Type.Unsafe<T.PodsMetricSource>(
   },
   required: ["metric","target"],
 });
+/** The value the `PodsMetricSource` schema validates: PodsMetricSource of k8s.io/api/autoscaling/v2. */
 export type PodsMetricSource = T.PodsMetricSource;
 
 /** ResourceMetricSource indicates how to scale on a resource metric known to Kubernetes, as specified in requests and limits, describing each pod in the current scale target (e.g. CPU or memory).  The values will be averaged together before being compared to the target.  Such metrics are built in to Kubernetes, and have special scaling options on top of those available to normal per-pod metrics using the "pods" source.  Only one "target" type should be set. */
@@ -249,6 +262,7 @@ export const ResourceMetricSource = /* @__PURE__ */ Type.Unsafe<T.ResourceMetric
   },
   required: ["name","target"],
 });
+/** The value the `ResourceMetricSource` schema validates: ResourceMetricSource of k8s.io/api/autoscaling/v2. */
 export type ResourceMetricSource = T.ResourceMetricSource;
 
 /** MetricSpec specifies how to scale based on a single metric (only `type` and one other matching field should be set at once). */
@@ -268,6 +282,7 @@ export const MetricSpec = /* @__PURE__ */ Type.Unsafe<T.MetricSpec>({
   },
   required: ["type"],
 });
+/** The value the `MetricSpec` schema validates: MetricSpec of k8s.io/api/autoscaling/v2. */
 export type MetricSpec = T.MetricSpec;
 
 /** HorizontalPodAutoscalerSpec describes the desired functionality of the HorizontalPodAutoscaler. */
@@ -296,6 +311,7 @@ export const HorizontalPodAutoscalerSpec = /* @__PURE__ */ Type.Unsafe<T.Horizon
   },
   required: ["scaleTargetRef","maxReplicas"],
 });
+/** The value the `HorizontalPodAutoscalerSpec` schema validates: HorizontalPodAutoscalerSpec of k8s.io/api/autoscaling/v2. */
 export type HorizontalPodAutoscalerSpec = T.HorizontalPodAutoscalerSpec;
 
 /** HorizontalPodAutoscalerCondition describes the state of a HorizontalPodAutoscaler at a certain point. */
@@ -327,6 +343,7 @@ export const HorizontalPodAutoscalerCondition = /* @__PURE__ */ Type.Unsafe<T.Ho
   },
   required: ["type","status"],
 });
+/** The value the `HorizontalPodAutoscalerCondition` schema validates: HorizontalPodAutoscalerCondition of k8s.io/api/autoscaling/v2. */
 export type HorizontalPodAutoscalerCondition = T.HorizontalPodAutoscalerCondition;
 
 /** ObjectMetricStatus indicates the current value of a metric describing a kubernetes object (for example, hits-per-second on an Ingress object). */
@@ -340,6 +357,7 @@ export const ObjectMetricStatus = /* @__PURE__ */ Type.Unsafe<T.ObjectMetricStat
   },
   required: ["metric","current","describedObject"],
 });
+/** The value the `ObjectMetricStatus` schema validates: ObjectMetricStatus of k8s.io/api/autoscaling/v2. */
 export type ObjectMetricStatus = T.ObjectMetricStatus;
 
 /** PodsMetricStatus indicates the current value of a metric describing each pod in the current scale target (for example, transactions-processed-per-second). */
@@ -352,6 +370,7 @@ export const PodsMetricStatus = /* @__PURE__ */ Type.Unsafe<T.PodsMetricStatus>(
   },
   required: ["metric","current"],
 });
+/** The value the `PodsMetricStatus` schema validates: PodsMetricStatus of k8s.io/api/autoscaling/v2. */
 export type PodsMetricStatus = T.PodsMetricStatus;
 
 /** ResourceMetricStatus indicates the current value of a resource metric known to Kubernetes, as specified in requests and limits, describing each pod in the current scale target (e.g. CPU or memory).  Such metrics are built in to Kubernetes, and have special scaling options on top of those available to normal per-pod metrics using the "pods" source. */
@@ -367,6 +386,7 @@ export const ResourceMetricStatus = /* @__PURE__ */ Type.Unsafe<T.ResourceMetric
   },
   required: ["name","current"],
 });
+/** The value the `ResourceMetricStatus` schema validates: ResourceMetricStatus of k8s.io/api/autoscaling/v2. */
 export type ResourceMetricStatus = T.ResourceMetricStatus;
 
 /** MetricStatus describes the last-read state of a single metric. */
@@ -386,6 +406,7 @@ export const MetricStatus = /* @__PURE__ */ Type.Unsafe<T.MetricStatus>({
   },
   required: ["type"],
 });
+/** The value the `MetricStatus` schema validates: MetricStatus of k8s.io/api/autoscaling/v2. */
 export type MetricStatus = T.MetricStatus;
 
 /** HorizontalPodAutoscalerStatus describes the current status of a horizontal pod autoscaler. */
@@ -429,6 +450,7 @@ export const HorizontalPodAutoscalerStatus = /* @__PURE__ */ Type.Unsafe<T.Horiz
   },
   required: ["desiredReplicas"],
 });
+/** The value the `HorizontalPodAutoscalerStatus` schema validates: HorizontalPodAutoscalerStatus of k8s.io/api/autoscaling/v2. */
 export type HorizontalPodAutoscalerStatus = T.HorizontalPodAutoscalerStatus;
 
 /** HorizontalPodAutoscaler is the configuration for a horizontal pod autoscaler, which automatically manages the replica count of any resource implementing the scale subresource based on the metrics specified. */
@@ -450,4 +472,5 @@ export const HorizontalPodAutoscaler = /* @__PURE__ */ Type.Unsafe<T.HorizontalP
   },
   required: ["spec"],
 });
+/** The value the `HorizontalPodAutoscaler` schema validates: HorizontalPodAutoscaler of k8s.io/api/autoscaling/v2. */
 export type HorizontalPodAutoscaler = T.HorizontalPodAutoscaler;

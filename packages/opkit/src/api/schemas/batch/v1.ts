@@ -36,6 +36,7 @@ export const PodFailurePolicyOnExitCodesRequirement = /* @__PURE__ */ Type.Unsaf
   },
   required: ["operator","values"],
 });
+/** The value the `PodFailurePolicyOnExitCodesRequirement` schema validates: PodFailurePolicyOnExitCodesRequirement of k8s.io/api/batch/v1. */
 export type PodFailurePolicyOnExitCodesRequirement = T.PodFailurePolicyOnExitCodesRequirement;
 
 /** PodFailurePolicyOnPodConditionsPattern describes a pattern for matching an actual pod condition type. */
@@ -54,6 +55,7 @@ export const PodFailurePolicyOnPodConditionsPattern = /* @__PURE__ */ Type.Unsaf
   },
   required: ["type"],
 });
+/** The value the `PodFailurePolicyOnPodConditionsPattern` schema validates: PodFailurePolicyOnPodConditionsPattern of k8s.io/api/batch/v1. */
 export type PodFailurePolicyOnPodConditionsPattern = T.PodFailurePolicyOnPodConditionsPattern;
 
 /** PodFailurePolicyRule describes how a pod failure is handled when the requirements are met. One of onExitCodes and onPodConditions, but not both, can be used in each rule. */
@@ -76,6 +78,7 @@ export const PodFailurePolicyRule = /* @__PURE__ */ Type.Unsafe<T.PodFailurePoli
   },
   required: ["action"],
 });
+/** The value the `PodFailurePolicyRule` schema validates: PodFailurePolicyRule of k8s.io/api/batch/v1. */
 export type PodFailurePolicyRule = T.PodFailurePolicyRule;
 
 /** PodFailurePolicy describes how failed pods influence the backoffLimit. */
@@ -92,6 +95,7 @@ export const PodFailurePolicy = /* @__PURE__ */ Type.Unsafe<T.PodFailurePolicy>(
   },
   required: ["rules"],
 });
+/** The value the `PodFailurePolicy` schema validates: PodFailurePolicy of k8s.io/api/batch/v1. */
 export type PodFailurePolicy = T.PodFailurePolicy;
 
 /** SuccessPolicyRule describes rule for declaring a Job as succeeded. Each rule must have at least one of the "succeededIndexes" or "succeededCount" specified. */
@@ -110,6 +114,7 @@ export const SuccessPolicyRule = /* @__PURE__ */ Type.Unsafe<T.SuccessPolicyRule
     },
   },
 });
+/** The value the `SuccessPolicyRule` schema validates: SuccessPolicyRule of k8s.io/api/batch/v1. */
 export type SuccessPolicyRule = T.SuccessPolicyRule;
 
 /** SuccessPolicy describes when a Job can be declared as succeeded based on the success of some indexes. */
@@ -126,6 +131,7 @@ export const SuccessPolicy = /* @__PURE__ */ Type.Unsafe<T.SuccessPolicy>({
   },
   required: ["rules"],
 });
+/** The value the `SuccessPolicy` schema validates: SuccessPolicy of k8s.io/api/batch/v1. */
 export type SuccessPolicy = T.SuccessPolicy;
 
 /** JobSpec describes how the job execution will look like. */
@@ -197,6 +203,7 @@ export const JobSpec = /* @__PURE__ */ Type.Unsafe<T.JobSpec>({
   },
   required: ["template"],
 });
+/** The value the `JobSpec` schema validates: JobSpec of k8s.io/api/batch/v1. */
 export type JobSpec = T.JobSpec;
 
 /** JobTemplateSpec describes the data a Job should have when created from a template */
@@ -208,6 +215,7 @@ export const JobTemplateSpec = /* @__PURE__ */ Type.Unsafe<T.JobTemplateSpec>({
     spec: /* @__PURE__ */ described(JobSpec, "Specification of the desired behavior of the job. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status"),
   },
 });
+/** The value the `JobTemplateSpec` schema validates: JobTemplateSpec of k8s.io/api/batch/v1. */
 export type JobTemplateSpec = T.JobTemplateSpec;
 
 /** CronJobSpec describes how the job execution will look like and when it will actually run. */
@@ -251,6 +259,7 @@ export const CronJobSpec = /* @__PURE__ */ Type.Unsafe<T.CronJobSpec>({
   },
   required: ["schedule","jobTemplate"],
 });
+/** The value the `CronJobSpec` schema validates: CronJobSpec of k8s.io/api/batch/v1. */
 export type CronJobSpec = T.CronJobSpec;
 
 /** CronJobStatus represents the current state of a cron job. */
@@ -276,6 +285,7 @@ export const CronJobStatus = /* @__PURE__ */ Type.Unsafe<T.CronJobStatus>({
     },
   },
 });
+/** The value the `CronJobStatus` schema validates: CronJobStatus of k8s.io/api/batch/v1. */
 export type CronJobStatus = T.CronJobStatus;
 
 /** CronJob represents the configuration of a single cron job. */
@@ -297,6 +307,7 @@ export const CronJob = /* @__PURE__ */ Type.Unsafe<T.CronJob>({
   },
   required: ["spec"],
 });
+/** The value the `CronJob` schema validates: CronJob of k8s.io/api/batch/v1. */
 export type CronJob = T.CronJob;
 
 /** JobCondition describes current state of a job. */
@@ -333,6 +344,7 @@ export const JobCondition = /* @__PURE__ */ Type.Unsafe<T.JobCondition>({
   },
   required: ["type","status"],
 });
+/** The value the `JobCondition` schema validates: JobCondition of k8s.io/api/batch/v1. */
 export type JobCondition = T.JobCondition;
 
 /** UncountedTerminatedPods holds UIDs of Pods that have terminated but haven't been accounted in Job status counters. */
@@ -358,6 +370,7 @@ export const UncountedTerminatedPods = /* @__PURE__ */ Type.Unsafe<T.UncountedTe
     },
   },
 });
+/** The value the `UncountedTerminatedPods` schema validates: UncountedTerminatedPods of k8s.io/api/batch/v1. */
 export type UncountedTerminatedPods = T.UncountedTerminatedPods;
 
 /** JobStatus represents the current state of a Job. */
@@ -417,6 +430,7 @@ export const JobStatus = /* @__PURE__ */ Type.Unsafe<T.JobStatus>({
     uncountedTerminatedPods: /* @__PURE__ */ described(UncountedTerminatedPods, "uncountedTerminatedPods holds the UIDs of Pods that have terminated but the job controller hasn't yet accounted for in the status counters.\n\nThe job controller creates pods with a finalizer. When a pod terminates (succeeded or failed), the controller does three steps to account for it in the job status:\n\n1. Add the pod UID to the arrays in this field. 2. Remove the pod finalizer. 3. Remove the pod UID from the arrays while increasing the corresponding\n    counter.\n\nOld jobs might not be tracked using this field, in which case the field remains null. The structure is empty for finished jobs."),
   },
 });
+/** The value the `JobStatus` schema validates: JobStatus of k8s.io/api/batch/v1. */
 export type JobStatus = T.JobStatus;
 
 /** Job represents the configuration of a single job. */
@@ -437,4 +451,5 @@ export const Job = /* @__PURE__ */ Type.Unsafe<T.Job>({
     status: /* @__PURE__ */ described(JobStatus, "Current status of a job. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status"),
   },
 });
+/** The value the `Job` schema validates: Job of k8s.io/api/batch/v1. */
 export type Job = T.Job;

@@ -48,6 +48,7 @@ export const LeaseSpec = /* @__PURE__ */ Type.Unsafe<T.LeaseSpec>({
     },
   },
 });
+/** The value the `LeaseSpec` schema validates: LeaseSpec of k8s.io/api/coordination/v1. */
 export type LeaseSpec = T.LeaseSpec;
 
 /** Lease defines a lease concept. */
@@ -67,4 +68,5 @@ export const Lease = /* @__PURE__ */ Type.Unsafe<T.Lease>({
     spec: /* @__PURE__ */ described(LeaseSpec, "spec contains the specification of the Lease. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status"),
   },
 });
+/** The value the `Lease` schema validates: Lease of k8s.io/api/coordination/v1. */
 export type Lease = T.Lease;

@@ -34,6 +34,7 @@ export const NodeSelectorRequirement = /* @__PURE__ */ Type.Unsafe<T.NodeSelecto
   },
   required: ["key","operator"],
 });
+/** The value the `NodeSelectorRequirement` schema validates: NodeSelectorRequirement of k8s.io/api/core/v1. */
 export type NodeSelectorRequirement = T.NodeSelectorRequirement;
 
 /** A null or empty node selector term matches no objects. The requirements of them are ANDed. The TopologySelectorTerm type implements a subset of the NodeSelectorTerm. */
@@ -56,6 +57,7 @@ export const NodeSelectorTerm = /* @__PURE__ */ Type.Unsafe<T.NodeSelectorTerm>(
   },
   "x-kubernetes-map-type": "atomic",
 });
+/** The value the `NodeSelectorTerm` schema validates: NodeSelectorTerm of k8s.io/api/core/v1. */
 export type NodeSelectorTerm = T.NodeSelectorTerm;
 
 /** A node selector represents the union of the results of one or more label queries over a set of nodes; that is, it represents the OR of the selectors represented by the node selector terms. */
@@ -73,6 +75,7 @@ export const NodeSelector = /* @__PURE__ */ Type.Unsafe<T.NodeSelector>({
   required: ["nodeSelectorTerms"],
   "x-kubernetes-map-type": "atomic",
 });
+/** The value the `NodeSelector` schema validates: NodeSelector of k8s.io/api/core/v1. */
 export type NodeSelector = T.NodeSelector;
 
 /** An empty preferred scheduling term matches all objects with implicit weight 0 (i.e. it's a no-op). A null preferred scheduling term matches no objects (i.e. is also a no-op). */
@@ -89,6 +92,7 @@ export const PreferredSchedulingTerm = /* @__PURE__ */ Type.Unsafe<T.PreferredSc
   },
   required: ["weight","preference"],
 });
+/** The value the `PreferredSchedulingTerm` schema validates: PreferredSchedulingTerm of k8s.io/api/core/v1. */
 export type PreferredSchedulingTerm = T.PreferredSchedulingTerm;
 
 /** Node affinity is a group of node affinity scheduling rules. */
@@ -105,6 +109,7 @@ export const NodeAffinity = /* @__PURE__ */ Type.Unsafe<T.NodeAffinity>({
     requiredDuringSchedulingIgnoredDuringExecution: /* @__PURE__ */ described(NodeSelector, "If the affinity requirements specified by this field are not met at scheduling time, the pod will not be scheduled onto the node. If the affinity requirements specified by this field cease to be met at some point during pod execution (e.g. due to an update), the system may or may not try to eventually evict the pod from its node."),
   },
 });
+/** The value the `NodeAffinity` schema validates: NodeAffinity of k8s.io/api/core/v1. */
 export type NodeAffinity = T.NodeAffinity;
 
 /** Defines a set of pods (namely those matching the labelSelector relative to the given namespace(s)) that this pod should be co-located (affinity) or not co-located (anti-affinity) with, where co-located is defined as running on a node whose value of the label with key <topologyKey> matches that of any node on which a pod of the set of pods is running */
@@ -145,6 +150,7 @@ export const PodAffinityTerm = /* @__PURE__ */ Type.Unsafe<T.PodAffinityTerm>({
   },
   required: ["topologyKey"],
 });
+/** The value the `PodAffinityTerm` schema validates: PodAffinityTerm of k8s.io/api/core/v1. */
 export type PodAffinityTerm = T.PodAffinityTerm;
 
 /** The weights of all of the matched WeightedPodAffinityTerm fields are added per-node to find the most preferred node(s) */
@@ -161,6 +167,7 @@ export const WeightedPodAffinityTerm = /* @__PURE__ */ Type.Unsafe<T.WeightedPod
   },
   required: ["weight","podAffinityTerm"],
 });
+/** The value the `WeightedPodAffinityTerm` schema validates: WeightedPodAffinityTerm of k8s.io/api/core/v1. */
 export type WeightedPodAffinityTerm = T.WeightedPodAffinityTerm;
 
 /** Pod affinity is a group of inter pod affinity scheduling rules. */
@@ -182,6 +189,7 @@ export const PodAffinity = /* @__PURE__ */ Type.Unsafe<T.PodAffinity>({
     },
   },
 });
+/** The value the `PodAffinity` schema validates: PodAffinity of k8s.io/api/core/v1. */
 export type PodAffinity = T.PodAffinity;
 
 /** Pod anti affinity is a group of inter pod anti affinity scheduling rules. */
@@ -203,6 +211,7 @@ export const PodAntiAffinity = /* @__PURE__ */ Type.Unsafe<T.PodAntiAffinity>({
     },
   },
 });
+/** The value the `PodAntiAffinity` schema validates: PodAntiAffinity of k8s.io/api/core/v1. */
 export type PodAntiAffinity = T.PodAntiAffinity;
 
 /** Affinity is a group of affinity scheduling rules. */
@@ -215,6 +224,7 @@ export const Affinity = /* @__PURE__ */ Type.Unsafe<T.Affinity>({
     podAntiAffinity: /* @__PURE__ */ described(PodAntiAffinity, "Describes pod anti-affinity scheduling rules (e.g. avoid putting this pod in the same node, zone, etc. as some other pod(s))."),
   },
 });
+/** The value the `Affinity` schema validates: Affinity of k8s.io/api/core/v1. */
 export type Affinity = T.Affinity;
 
 /** ContainerPort represents a network port in a single container. */
@@ -249,6 +259,7 @@ export const ContainerPort = /* @__PURE__ */ Type.Unsafe<T.ContainerPort>({
   },
   required: ["containerPort"],
 });
+/** The value the `ContainerPort` schema validates: ContainerPort of k8s.io/api/core/v1. */
 export type ContainerPort = T.ContainerPort;
 
 /** ContainerResizePolicy represents resource resize policy for the container. */
@@ -267,6 +278,7 @@ export const ContainerResizePolicy = /* @__PURE__ */ Type.Unsafe<T.ContainerResi
   },
   required: ["resourceName","restartPolicy"],
 });
+/** The value the `ContainerResizePolicy` schema validates: ContainerResizePolicy of k8s.io/api/core/v1. */
 export type ContainerResizePolicy = T.ContainerResizePolicy;
 
 /** ContainerRestartRuleOnExitCodes describes the condition for handling an exited container based on its exit codes. */
@@ -290,6 +302,7 @@ export const ContainerRestartRuleOnExitCodes = /* @__PURE__ */ Type.Unsafe<T.Con
   },
   required: ["operator"],
 });
+/** The value the `ContainerRestartRuleOnExitCodes` schema validates: ContainerRestartRuleOnExitCodes of k8s.io/api/core/v1. */
 export type ContainerRestartRuleOnExitCodes = T.ContainerRestartRuleOnExitCodes;
 
 /** ContainerRestartRule describes how a container exit is handled. */
@@ -305,6 +318,7 @@ export const ContainerRestartRule = /* @__PURE__ */ Type.Unsafe<T.ContainerResta
   },
   required: ["action"],
 });
+/** The value the `ContainerRestartRule` schema validates: ContainerRestartRule of k8s.io/api/core/v1. */
 export type ContainerRestartRule = T.ContainerRestartRule;
 
 /**
@@ -326,6 +340,7 @@ export const ConfigMapEnvSource = /* @__PURE__ */ Type.Unsafe<T.ConfigMapEnvSour
     },
   },
 });
+/** The value the `ConfigMapEnvSource` schema validates: ConfigMapEnvSource of k8s.io/api/core/v1. */
 export type ConfigMapEnvSource = T.ConfigMapEnvSource;
 
 /**
@@ -347,6 +362,7 @@ export const SecretEnvSource = /* @__PURE__ */ Type.Unsafe<T.SecretEnvSource>({
     },
   },
 });
+/** The value the `SecretEnvSource` schema validates: SecretEnvSource of k8s.io/api/core/v1. */
 export type SecretEnvSource = T.SecretEnvSource;
 
 /** EnvFromSource represents the source of a set of ConfigMaps or Secrets */
@@ -362,6 +378,7 @@ export const EnvFromSource = /* @__PURE__ */ Type.Unsafe<T.EnvFromSource>({
     secretRef: /* @__PURE__ */ described(SecretEnvSource, "The Secret to select from"),
   },
 });
+/** The value the `EnvFromSource` schema validates: EnvFromSource of k8s.io/api/core/v1. */
 export type EnvFromSource = T.EnvFromSource;
 
 /** Selects a key from a ConfigMap. */
@@ -385,6 +402,7 @@ export const ConfigMapKeySelector = /* @__PURE__ */ Type.Unsafe<T.ConfigMapKeySe
   required: ["key"],
   "x-kubernetes-map-type": "atomic",
 });
+/** The value the `ConfigMapKeySelector` schema validates: ConfigMapKeySelector of k8s.io/api/core/v1. */
 export type ConfigMapKeySelector = T.ConfigMapKeySelector;
 
 /** FileKeySelector selects a key of the env file. */
@@ -412,6 +430,7 @@ export const FileKeySelector = /* @__PURE__ */ Type.Unsafe<T.FileKeySelector>({
   required: ["volumeName","path","key"],
   "x-kubernetes-map-type": "atomic",
 });
+/** The value the `FileKeySelector` schema validates: FileKeySelector of k8s.io/api/core/v1. */
 export type FileKeySelector = T.FileKeySelector;
 
 /** ObjectFieldSelector selects an APIVersioned field of an object. */
@@ -431,6 +450,7 @@ export const ObjectFieldSelector = /* @__PURE__ */ Type.Unsafe<T.ObjectFieldSele
   required: ["fieldPath"],
   "x-kubernetes-map-type": "atomic",
 });
+/** The value the `ObjectFieldSelector` schema validates: ObjectFieldSelector of k8s.io/api/core/v1. */
 export type ObjectFieldSelector = T.ObjectFieldSelector;
 
 /** ResourceFieldSelector represents container resources (cpu, memory) and their output format */
@@ -451,6 +471,7 @@ export const ResourceFieldSelector = /* @__PURE__ */ Type.Unsafe<T.ResourceField
   required: ["resource"],
   "x-kubernetes-map-type": "atomic",
 });
+/** The value the `ResourceFieldSelector` schema validates: ResourceFieldSelector of k8s.io/api/core/v1. */
 export type ResourceFieldSelector = T.ResourceFieldSelector;
 
 /** SecretKeySelector selects a key of a Secret. */
@@ -474,6 +495,7 @@ export const SecretKeySelector = /* @__PURE__ */ Type.Unsafe<T.SecretKeySelector
   required: ["key"],
   "x-kubernetes-map-type": "atomic",
 });
+/** The value the `SecretKeySelector` schema validates: SecretKeySelector of k8s.io/api/core/v1. */
 export type SecretKeySelector = T.SecretKeySelector;
 
 /** EnvVarSource represents a source for the value of an EnvVar. */
@@ -488,6 +510,7 @@ export const EnvVarSource = /* @__PURE__ */ Type.Unsafe<T.EnvVarSource>({
     secretKeyRef: /* @__PURE__ */ described(SecretKeySelector, "Selects a key of a secret in the pod's namespace"),
   },
 });
+/** The value the `EnvVarSource` schema validates: EnvVarSource of k8s.io/api/core/v1. */
 export type EnvVarSource = T.EnvVarSource;
 
 /** EnvVar represents an environment variable present in a Container. */
@@ -507,6 +530,7 @@ export const EnvVar = /* @__PURE__ */ Type.Unsafe<T.EnvVar>({
   },
   required: ["name"],
 });
+/** The value the `EnvVar` schema validates: EnvVar of k8s.io/api/core/v1. */
 export type EnvVar = T.EnvVar;
 
 /** ExecAction describes a "run in container" action. */
@@ -524,6 +548,7 @@ export const ExecAction = /* @__PURE__ */ Type.Unsafe<T.ExecAction>({
     },
   },
 });
+/** The value the `ExecAction` schema validates: ExecAction of k8s.io/api/core/v1. */
 export type ExecAction = T.ExecAction;
 
 /** HTTPHeader describes a custom header to be used in HTTP probes */
@@ -542,6 +567,7 @@ export const HTTPHeader = /* @__PURE__ */ Type.Unsafe<T.HTTPHeader>({
   },
   required: ["name","value"],
 });
+/** The value the `HTTPHeader` schema validates: HTTPHeader of k8s.io/api/core/v1. */
 export type HTTPHeader = T.HTTPHeader;
 
 /** HTTPGetAction describes an action based on HTTP Get requests. */
@@ -572,6 +598,7 @@ export const HTTPGetAction = /* @__PURE__ */ Type.Unsafe<T.HTTPGetAction>({
   },
   required: ["port"],
 });
+/** The value the `HTTPGetAction` schema validates: HTTPGetAction of k8s.io/api/core/v1. */
 export type HTTPGetAction = T.HTTPGetAction;
 
 /** SleepAction describes a "sleep" action. */
@@ -587,6 +614,7 @@ export const SleepAction = /* @__PURE__ */ Type.Unsafe<T.SleepAction>({
   },
   required: ["seconds"],
 });
+/** The value the `SleepAction` schema validates: SleepAction of k8s.io/api/core/v1. */
 export type SleepAction = T.SleepAction;
 
 /** TCPSocketAction describes an action based on opening a socket */
@@ -602,6 +630,7 @@ export const TCPSocketAction = /* @__PURE__ */ Type.Unsafe<T.TCPSocketAction>({
   },
   required: ["port"],
 });
+/** The value the `TCPSocketAction` schema validates: TCPSocketAction of k8s.io/api/core/v1. */
 export type TCPSocketAction = T.TCPSocketAction;
 
 /** LifecycleHandler defines a specific action that should be taken in a lifecycle hook. One and only one of the fields, except TCPSocket must be specified. */
@@ -615,6 +644,7 @@ export const LifecycleHandler = /* @__PURE__ */ Type.Unsafe<T.LifecycleHandler>(
     tcpSocket: /* @__PURE__ */ described(TCPSocketAction, "Deprecated. TCPSocket is NOT supported as a LifecycleHandler and kept for backward compatibility. There is no validation of this field and lifecycle hooks will fail at runtime when it is specified."),
   },
 });
+/** The value the `LifecycleHandler` schema validates: LifecycleHandler of k8s.io/api/core/v1. */
 export type LifecycleHandler = T.LifecycleHandler;
 
 /** Lifecycle describes actions that the management system should take in response to container lifecycle events. For the PostStart and PreStop lifecycle handlers, management of the container blocks until the action is complete, unless the container process fails, in which case the handler is aborted. */
@@ -631,6 +661,7 @@ export const Lifecycle = /* @__PURE__ */ Type.Unsafe<T.Lifecycle>({
     },
   },
 });
+/** The value the `Lifecycle` schema validates: Lifecycle of k8s.io/api/core/v1. */
 export type Lifecycle = T.Lifecycle;
 
 /** GRPCAction specifies an action involving a GRPC service. */
@@ -650,6 +681,7 @@ export const GRPCAction = /* @__PURE__ */ Type.Unsafe<T.GRPCAction>({
   },
   required: ["port"],
 });
+/** The value the `GRPCAction` schema validates: GRPCAction of k8s.io/api/core/v1. */
 export type GRPCAction = T.GRPCAction;
 
 /** Probe describes a health check to be performed against a container to determine whether it is alive or ready to receive traffic. */
@@ -693,6 +725,7 @@ export const Probe = /* @__PURE__ */ Type.Unsafe<T.Probe>({
     },
   },
 });
+/** The value the `Probe` schema validates: Probe of k8s.io/api/core/v1. */
 export type Probe = T.Probe;
 
 /** ResourceClaim references one entry in PodSpec.ResourceClaims. */
@@ -711,6 +744,7 @@ export const ResourceClaim = /* @__PURE__ */ Type.Unsafe<T.ResourceClaim>({
   },
   required: ["name"],
 });
+/** The value the `ResourceClaim` schema validates: ResourceClaim of k8s.io/api/core/v1. */
 export type ResourceClaim = T.ResourceClaim;
 
 /** ResourceRequirements describes the compute resource requirements. */
@@ -737,6 +771,7 @@ export const ResourceRequirements = /* @__PURE__ */ Type.Unsafe<T.ResourceRequir
     },
   },
 });
+/** The value the `ResourceRequirements` schema validates: ResourceRequirements of k8s.io/api/core/v1. */
 export type ResourceRequirements = T.ResourceRequirements;
 
 /** AppArmorProfile defines a pod or container's AppArmor settings. */
@@ -756,6 +791,7 @@ export const AppArmorProfile = /* @__PURE__ */ Type.Unsafe<T.AppArmorProfile>({
   },
   required: ["type"],
 });
+/** The value the `AppArmorProfile` schema validates: AppArmorProfile of k8s.io/api/core/v1. */
 export type AppArmorProfile = T.AppArmorProfile;
 
 /** Adds and removes POSIX capabilities from running containers. */
@@ -781,6 +817,7 @@ export const Capabilities = /* @__PURE__ */ Type.Unsafe<T.Capabilities>({
     },
   },
 });
+/** The value the `Capabilities` schema validates: Capabilities of k8s.io/api/core/v1. */
 export type Capabilities = T.Capabilities;
 
 /** SELinuxOptions are the labels to be applied to the container */
@@ -806,6 +843,7 @@ export const SELinuxOptions = /* @__PURE__ */ Type.Unsafe<T.SELinuxOptions>({
     },
   },
 });
+/** The value the `SELinuxOptions` schema validates: SELinuxOptions of k8s.io/api/core/v1. */
 export type SELinuxOptions = T.SELinuxOptions;
 
 /** SeccompProfile defines a pod/container's seccomp profile settings. Only one profile source may be set. */
@@ -825,6 +863,7 @@ export const SeccompProfile = /* @__PURE__ */ Type.Unsafe<T.SeccompProfile>({
   },
   required: ["type"],
 });
+/** The value the `SeccompProfile` schema validates: SeccompProfile of k8s.io/api/core/v1. */
 export type SeccompProfile = T.SeccompProfile;
 
 /** WindowsSecurityContextOptions contain Windows-specific options and credentials. */
@@ -850,6 +889,7 @@ export const WindowsSecurityContextOptions = /* @__PURE__ */ Type.Unsafe<T.Windo
     },
   },
 });
+/** The value the `WindowsSecurityContextOptions` schema validates: WindowsSecurityContextOptions of k8s.io/api/core/v1. */
 export type WindowsSecurityContextOptions = T.WindowsSecurityContextOptions;
 
 /** SecurityContext holds security configuration that will be applied to a container. Some fields are present in both SecurityContext and PodSecurityContext.  When both are set, the values in SecurityContext take precedence. */
@@ -895,6 +935,7 @@ export const SecurityContext = /* @__PURE__ */ Type.Unsafe<T.SecurityContext>({
     windowsOptions: /* @__PURE__ */ described(WindowsSecurityContextOptions, "The Windows specific settings applied to all containers. If unspecified, the options from the PodSecurityContext will be used. If set in both SecurityContext and PodSecurityContext, the value specified in SecurityContext takes precedence. Note that this field cannot be set when spec.os.name is linux."),
   },
 });
+/** The value the `SecurityContext` schema validates: SecurityContext of k8s.io/api/core/v1. */
 export type SecurityContext = T.SecurityContext;
 
 /** volumeDevice describes a mapping of a raw block device within a container. */
@@ -913,6 +954,7 @@ export const VolumeDevice = /* @__PURE__ */ Type.Unsafe<T.VolumeDevice>({
   },
   required: ["name","devicePath"],
 });
+/** The value the `VolumeDevice` schema validates: VolumeDevice of k8s.io/api/core/v1. */
 export type VolumeDevice = T.VolumeDevice;
 
 /** VolumeMount describes a mounting of a Volume within a container. */
@@ -952,6 +994,7 @@ export const VolumeMount = /* @__PURE__ */ Type.Unsafe<T.VolumeMount>({
   },
   required: ["name","mountPath"],
 });
+/** The value the `VolumeMount` schema validates: VolumeMount of k8s.io/api/core/v1. */
 export type VolumeMount = T.VolumeMount;
 
 /** A single application container that you want to run within a pod. */
@@ -1072,6 +1115,7 @@ export const Container = /* @__PURE__ */ Type.Unsafe<T.Container>({
   },
   required: ["name"],
 });
+/** The value the `Container` schema validates: Container of k8s.io/api/core/v1. */
 export type Container = T.Container;
 
 /**
@@ -1200,6 +1244,7 @@ export const EphemeralContainer = /* @__PURE__ */ Type.Unsafe<T.EphemeralContain
   },
   required: ["name"],
 });
+/** The value the `EphemeralContainer` schema validates: EphemeralContainer of k8s.io/api/core/v1. */
 export type EphemeralContainer = T.EphemeralContainer;
 
 /** HostAlias holds the mapping between IP and hostnames that will be injected as an entry in the pod's hosts file. */
@@ -1222,6 +1267,7 @@ export const HostAlias = /* @__PURE__ */ Type.Unsafe<T.HostAlias>({
   },
   required: ["ip"],
 });
+/** The value the `HostAlias` schema validates: HostAlias of k8s.io/api/core/v1. */
 export type HostAlias = T.HostAlias;
 
 /** LocalObjectReference contains enough information to let you locate the referenced object inside the same namespace. */
@@ -1237,6 +1283,7 @@ export const LocalObjectReference = /* @__PURE__ */ Type.Unsafe<T.LocalObjectRef
   },
   "x-kubernetes-map-type": "atomic",
 });
+/** The value the `LocalObjectReference` schema validates: LocalObjectReference of k8s.io/api/core/v1. */
 export type LocalObjectReference = T.LocalObjectReference;
 
 /** PodDNSConfigOption defines DNS resolver options of a pod. */
@@ -1254,6 +1301,7 @@ export const PodDNSConfigOption = /* @__PURE__ */ Type.Unsafe<T.PodDNSConfigOpti
     },
   },
 });
+/** The value the `PodDNSConfigOption` schema validates: PodDNSConfigOption of k8s.io/api/core/v1. */
 export type PodDNSConfigOption = T.PodDNSConfigOption;
 
 /** PodDNSConfig defines the DNS parameters of a pod in addition to those generated from DNSPolicy. */
@@ -1285,6 +1333,7 @@ export const PodDNSConfig = /* @__PURE__ */ Type.Unsafe<T.PodDNSConfig>({
     },
   },
 });
+/** The value the `PodDNSConfig` schema validates: PodDNSConfig of k8s.io/api/core/v1. */
 export type PodDNSConfig = T.PodDNSConfig;
 
 /** PodOS defines the OS parameters of a pod. */
@@ -1299,6 +1348,7 @@ export const PodOS = /* @__PURE__ */ Type.Unsafe<T.PodOS>({
   },
   required: ["name"],
 });
+/** The value the `PodOS` schema validates: PodOS of k8s.io/api/core/v1. */
 export type PodOS = T.PodOS;
 
 /** PodReadinessGate contains the reference to a pod condition */
@@ -1313,6 +1363,7 @@ export const PodReadinessGate = /* @__PURE__ */ Type.Unsafe<T.PodReadinessGate>(
   },
   required: ["conditionType"],
 });
+/** The value the `PodReadinessGate` schema validates: PodReadinessGate of k8s.io/api/core/v1. */
 export type PodReadinessGate = T.PodReadinessGate;
 
 /**
@@ -1341,6 +1392,7 @@ export const PodResourceClaim = /* @__PURE__ */ Type.Unsafe<T.PodResourceClaim>(
   },
   required: ["name"],
 });
+/** The value the `PodResourceClaim` schema validates: PodResourceClaim of k8s.io/api/core/v1. */
 export type PodResourceClaim = T.PodResourceClaim;
 
 /** PodSchedulingGate is associated to a Pod to guard its scheduling. */
@@ -1355,6 +1407,7 @@ export const PodSchedulingGate = /* @__PURE__ */ Type.Unsafe<T.PodSchedulingGate
   },
   required: ["name"],
 });
+/** The value the `PodSchedulingGate` schema validates: PodSchedulingGate of k8s.io/api/core/v1. */
 export type PodSchedulingGate = T.PodSchedulingGate;
 
 /** PodSchedulingGroup identifies the runtime scheduling group instance that a Pod belongs to. The scheduler uses this information to apply workload-aware scheduling semantics. Exactly one field must be specified. */
@@ -1368,6 +1421,7 @@ export const PodSchedulingGroup = /* @__PURE__ */ Type.Unsafe<T.PodSchedulingGro
     },
   },
 });
+/** The value the `PodSchedulingGroup` schema validates: PodSchedulingGroup of k8s.io/api/core/v1. */
 export type PodSchedulingGroup = T.PodSchedulingGroup;
 
 /** Sysctl defines a kernel parameter to be set */
@@ -1386,6 +1440,7 @@ export const Sysctl = /* @__PURE__ */ Type.Unsafe<T.Sysctl>({
   },
   required: ["name","value"],
 });
+/** The value the `Sysctl` schema validates: Sysctl of k8s.io/api/core/v1. */
 export type Sysctl = T.Sysctl;
 
 /** PodSecurityContext holds pod-level security attributes and common container settings. Some fields are also present in container.securityContext.  Field values of container.securityContext take precedence over field values of PodSecurityContext. */
@@ -1447,6 +1502,7 @@ export const PodSecurityContext = /* @__PURE__ */ Type.Unsafe<T.PodSecurityConte
     windowsOptions: /* @__PURE__ */ described(WindowsSecurityContextOptions, "The Windows specific settings applied to all containers. If unspecified, the options within a container's SecurityContext will be used. If set in both SecurityContext and PodSecurityContext, the value specified in SecurityContext takes precedence. Note that this field cannot be set when spec.os.name is linux."),
   },
 });
+/** The value the `PodSecurityContext` schema validates: PodSecurityContext of k8s.io/api/core/v1. */
 export type PodSecurityContext = T.PodSecurityContext;
 
 /** The pod this Toleration is attached to tolerates any taint that matches the triple <key,value,effect> using the matching operator <operator>. */
@@ -1479,6 +1535,7 @@ export const Toleration = /* @__PURE__ */ Type.Unsafe<T.Toleration>({
     },
   },
 });
+/** The value the `Toleration` schema validates: Toleration of k8s.io/api/core/v1. */
 export type Toleration = T.Toleration;
 
 /** TopologySpreadConstraint specifies how to spread matching pods among the given topology. */
@@ -1527,6 +1584,7 @@ export const TopologySpreadConstraint = /* @__PURE__ */ Type.Unsafe<T.TopologySp
   },
   required: ["maxSkew","topologyKey","whenUnsatisfiable"],
 });
+/** The value the `TopologySpreadConstraint` schema validates: TopologySpreadConstraint of k8s.io/api/core/v1. */
 export type TopologySpreadConstraint = T.TopologySpreadConstraint;
 
 /**
@@ -1558,6 +1616,7 @@ export const AWSElasticBlockStoreVolumeSource = /* @__PURE__ */ Type.Unsafe<T.AW
   },
   required: ["volumeID"],
 });
+/** The value the `AWSElasticBlockStoreVolumeSource` schema validates: AWSElasticBlockStoreVolumeSource of k8s.io/api/core/v1. */
 export type AWSElasticBlockStoreVolumeSource = T.AWSElasticBlockStoreVolumeSource;
 
 /** AzureDisk represents an Azure Data Disk mount on the host and bind mount to the pod. */
@@ -1597,6 +1656,7 @@ export const AzureDiskVolumeSource = /* @__PURE__ */ Type.Unsafe<T.AzureDiskVolu
   },
   required: ["diskName","diskURI"],
 });
+/** The value the `AzureDiskVolumeSource` schema validates: AzureDiskVolumeSource of k8s.io/api/core/v1. */
 export type AzureDiskVolumeSource = T.AzureDiskVolumeSource;
 
 /** AzureFile represents an Azure File Service mount on the host and bind mount to the pod. */
@@ -1619,6 +1679,7 @@ export const AzureFileVolumeSource = /* @__PURE__ */ Type.Unsafe<T.AzureFileVolu
   },
   required: ["secretName","shareName"],
 });
+/** The value the `AzureFileVolumeSource` schema validates: AzureFileVolumeSource of k8s.io/api/core/v1. */
 export type AzureFileVolumeSource = T.AzureFileVolumeSource;
 
 /** Represents a source location of a volume to mount, managed by an external CSI driver */
@@ -1649,6 +1710,7 @@ export const CSIVolumeSource = /* @__PURE__ */ Type.Unsafe<T.CSIVolumeSource>({
   },
   required: ["driver"],
 });
+/** The value the `CSIVolumeSource` schema validates: CSIVolumeSource of k8s.io/api/core/v1. */
 export type CSIVolumeSource = T.CSIVolumeSource;
 
 /** Represents a Ceph Filesystem mount that lasts the lifetime of a pod Cephfs volumes do not support ownership management or SELinux relabeling. */
@@ -1684,6 +1746,7 @@ export const CephFSVolumeSource = /* @__PURE__ */ Type.Unsafe<T.CephFSVolumeSour
   },
   required: ["monitors"],
 });
+/** The value the `CephFSVolumeSource` schema validates: CephFSVolumeSource of k8s.io/api/core/v1. */
 export type CephFSVolumeSource = T.CephFSVolumeSource;
 
 /** Represents a cinder volume resource in Openstack. A Cinder volume must exist before mounting to a container. The volume must also be in the same region as the kubelet. Cinder volumes support ownership management and SELinux relabeling. */
@@ -1707,6 +1770,7 @@ export const CinderVolumeSource = /* @__PURE__ */ Type.Unsafe<T.CinderVolumeSour
   },
   required: ["volumeID"],
 });
+/** The value the `CinderVolumeSource` schema validates: CinderVolumeSource of k8s.io/api/core/v1. */
 export type CinderVolumeSource = T.CinderVolumeSource;
 
 /** Maps a string key to a path within a volume. */
@@ -1730,6 +1794,7 @@ export const KeyToPath = /* @__PURE__ */ Type.Unsafe<T.KeyToPath>({
   },
   required: ["key","path"],
 });
+/** The value the `KeyToPath` schema validates: KeyToPath of k8s.io/api/core/v1. */
 export type KeyToPath = T.KeyToPath;
 
 /**
@@ -1762,6 +1827,7 @@ export const ConfigMapVolumeSource = /* @__PURE__ */ Type.Unsafe<T.ConfigMapVolu
     },
   },
 });
+/** The value the `ConfigMapVolumeSource` schema validates: ConfigMapVolumeSource of k8s.io/api/core/v1. */
 export type ConfigMapVolumeSource = T.ConfigMapVolumeSource;
 
 /** DownwardAPIVolumeFile represents information to create the file containing the pod field */
@@ -1783,6 +1849,7 @@ export const DownwardAPIVolumeFile = /* @__PURE__ */ Type.Unsafe<T.DownwardAPIVo
   },
   required: ["path"],
 });
+/** The value the `DownwardAPIVolumeFile` schema validates: DownwardAPIVolumeFile of k8s.io/api/core/v1. */
 export type DownwardAPIVolumeFile = T.DownwardAPIVolumeFile;
 
 /** DownwardAPIVolumeSource represents a volume containing downward API info. Downward API volumes support ownership management and SELinux relabeling. */
@@ -1803,6 +1870,7 @@ export const DownwardAPIVolumeSource = /* @__PURE__ */ Type.Unsafe<T.DownwardAPI
     },
   },
 });
+/** The value the `DownwardAPIVolumeSource` schema validates: DownwardAPIVolumeSource of k8s.io/api/core/v1. */
 export type DownwardAPIVolumeSource = T.DownwardAPIVolumeSource;
 
 /** Represents an empty directory for a pod. Empty directory volumes support ownership management and SELinux relabeling. */
@@ -1817,6 +1885,7 @@ export const EmptyDirVolumeSource = /* @__PURE__ */ Type.Unsafe<T.EmptyDirVolume
     sizeLimit: /* @__PURE__ */ quantity({ description: "sizeLimit is the total amount of local storage required for this EmptyDir volume. The size limit is also applicable for memory medium. The maximum usage on memory medium EmptyDir would be the minimum value between the SizeLimit specified here and the sum of memory limits of all containers in a pod. The default is nil which means that the limit is undefined. More info: https://kubernetes.io/docs/concepts/storage/volumes#emptydir" }),
   },
 });
+/** The value the `EmptyDirVolumeSource` schema validates: EmptyDirVolumeSource of k8s.io/api/core/v1. */
 export type EmptyDirVolumeSource = T.EmptyDirVolumeSource;
 
 /** TypedLocalObjectReference contains enough information to let you locate the typed referenced object inside the same namespace. */
@@ -1840,6 +1909,7 @@ export const TypedLocalObjectReference = /* @__PURE__ */ Type.Unsafe<T.TypedLoca
   required: ["kind","name"],
   "x-kubernetes-map-type": "atomic",
 });
+/** The value the `TypedLocalObjectReference` schema validates: TypedLocalObjectReference of k8s.io/api/core/v1. */
 export type TypedLocalObjectReference = T.TypedLocalObjectReference;
 
 /** TypedObjectReference contains enough information to let you locate the typed referenced object */
@@ -1866,6 +1936,7 @@ export const TypedObjectReference = /* @__PURE__ */ Type.Unsafe<T.TypedObjectRef
   },
   required: ["kind","name"],
 });
+/** The value the `TypedObjectReference` schema validates: TypedObjectReference of k8s.io/api/core/v1. */
 export type TypedObjectReference = T.TypedObjectReference;
 
 /** VolumeResourceRequirements describes the storage resource requirements for a volume. */
@@ -1885,6 +1956,7 @@ export const VolumeResourceRequirements = /* @__PURE__ */ Type.Unsafe<T.VolumeRe
     },
   },
 });
+/** The value the `VolumeResourceRequirements` schema validates: VolumeResourceRequirements of k8s.io/api/core/v1. */
 export type VolumeResourceRequirements = T.VolumeResourceRequirements;
 
 /** PersistentVolumeClaimSpec describes the common attributes of storage devices and allows a Source for provider-specific attributes */
@@ -1924,6 +1996,7 @@ export const PersistentVolumeClaimSpec = /* @__PURE__ */ Type.Unsafe<T.Persisten
     },
   },
 });
+/** The value the `PersistentVolumeClaimSpec` schema validates: PersistentVolumeClaimSpec of k8s.io/api/core/v1. */
 export type PersistentVolumeClaimSpec = T.PersistentVolumeClaimSpec;
 
 /** PersistentVolumeClaimTemplate is used to produce PersistentVolumeClaim objects as part of an EphemeralVolumeSource. */
@@ -1936,6 +2009,7 @@ export const PersistentVolumeClaimTemplate = /* @__PURE__ */ Type.Unsafe<T.Persi
   },
   required: ["spec"],
 });
+/** The value the `PersistentVolumeClaimTemplate` schema validates: PersistentVolumeClaimTemplate of k8s.io/api/core/v1. */
 export type PersistentVolumeClaimTemplate = T.PersistentVolumeClaimTemplate;
 
 /** Represents an ephemeral volume that is handled by a normal storage driver. */
@@ -1946,6 +2020,7 @@ export const EphemeralVolumeSource = /* @__PURE__ */ Type.Unsafe<T.EphemeralVolu
     volumeClaimTemplate: /* @__PURE__ */ described(PersistentVolumeClaimTemplate, "Will be used to create a stand-alone PVC to provision the volume. The pod in which this EphemeralVolumeSource is embedded will be the owner of the PVC, i.e. the PVC will be deleted together with the pod.  The name of the PVC will be `<pod name>-<volume name>` where `<volume name>` is the name from the `PodSpec.Volumes` array entry. Pod validation will reject the pod if the concatenated name is not valid for a PVC (for example, too long).\n\nAn existing PVC with that name that is not owned by the pod will *not* be used for the pod to avoid using an unrelated volume by mistake. Starting the pod is then blocked until the unrelated PVC is removed. If such a pre-created PVC is meant to be used by the pod, the PVC has to updated with an owner reference to the pod once the pod exists. Normally this should not be necessary, but it may be useful when manually reconstructing a broken cluster.\n\nThis field is read-only and no changes will be made by Kubernetes to the PVC after it has been created.\n\nRequired, must not be nil."),
   },
 });
+/** The value the `EphemeralVolumeSource` schema validates: EphemeralVolumeSource of k8s.io/api/core/v1. */
 export type EphemeralVolumeSource = T.EphemeralVolumeSource;
 
 /** Represents a Fibre Channel volume. Fibre Channel volumes can only be mounted as read/write once. Fibre Channel volumes support ownership management and SELinux relabeling. */
@@ -1984,6 +2059,7 @@ export const FCVolumeSource = /* @__PURE__ */ Type.Unsafe<T.FCVolumeSource>({
     },
   },
 });
+/** The value the `FCVolumeSource` schema validates: FCVolumeSource of k8s.io/api/core/v1. */
 export type FCVolumeSource = T.FCVolumeSource;
 
 /** FlexVolume represents a generic volume resource that is provisioned/attached using an exec based plugin. */
@@ -2014,6 +2090,7 @@ export const FlexVolumeSource = /* @__PURE__ */ Type.Unsafe<T.FlexVolumeSource>(
   },
   required: ["driver"],
 });
+/** The value the `FlexVolumeSource` schema validates: FlexVolumeSource of k8s.io/api/core/v1. */
 export type FlexVolumeSource = T.FlexVolumeSource;
 
 /** Represents a Flocker volume mounted by the Flocker agent. One and only one of datasetName and datasetUUID should be set. Flocker volumes do not support ownership management or SELinux relabeling. */
@@ -2031,6 +2108,7 @@ export const FlockerVolumeSource = /* @__PURE__ */ Type.Unsafe<T.FlockerVolumeSo
     },
   },
 });
+/** The value the `FlockerVolumeSource` schema validates: FlockerVolumeSource of k8s.io/api/core/v1. */
 export type FlockerVolumeSource = T.FlockerVolumeSource;
 
 /**
@@ -2062,6 +2140,7 @@ export const GCEPersistentDiskVolumeSource = /* @__PURE__ */ Type.Unsafe<T.GCEPe
   },
   required: ["pdName"],
 });
+/** The value the `GCEPersistentDiskVolumeSource` schema validates: GCEPersistentDiskVolumeSource of k8s.io/api/core/v1. */
 export type GCEPersistentDiskVolumeSource = T.GCEPersistentDiskVolumeSource;
 
 /**
@@ -2088,6 +2167,7 @@ export const GitRepoVolumeSource = /* @__PURE__ */ Type.Unsafe<T.GitRepoVolumeSo
   },
   required: ["repository"],
 });
+/** The value the `GitRepoVolumeSource` schema validates: GitRepoVolumeSource of k8s.io/api/core/v1. */
 export type GitRepoVolumeSource = T.GitRepoVolumeSource;
 
 /** Represents a Glusterfs mount that lasts the lifetime of a pod. Glusterfs volumes do not support ownership management or SELinux relabeling. */
@@ -2110,6 +2190,7 @@ export const GlusterfsVolumeSource = /* @__PURE__ */ Type.Unsafe<T.GlusterfsVolu
   },
   required: ["endpoints","path"],
 });
+/** The value the `GlusterfsVolumeSource` schema validates: GlusterfsVolumeSource of k8s.io/api/core/v1. */
 export type GlusterfsVolumeSource = T.GlusterfsVolumeSource;
 
 /** Represents a host path mapped into a pod. Host path volumes do not support ownership management or SELinux relabeling. */
@@ -2129,6 +2210,7 @@ export const HostPathVolumeSource = /* @__PURE__ */ Type.Unsafe<T.HostPathVolume
   },
   required: ["path"],
 });
+/** The value the `HostPathVolumeSource` schema validates: HostPathVolumeSource of k8s.io/api/core/v1. */
 export type HostPathVolumeSource = T.HostPathVolumeSource;
 
 /** Represents an ISCSI disk. ISCSI volumes can only be mounted as read/write once. ISCSI volumes support ownership management and SELinux relabeling. */
@@ -2186,6 +2268,7 @@ export const ISCSIVolumeSource = /* @__PURE__ */ Type.Unsafe<T.ISCSIVolumeSource
   },
   required: ["targetPortal","iqn","lun"],
 });
+/** The value the `ISCSIVolumeSource` schema validates: ISCSIVolumeSource of k8s.io/api/core/v1. */
 export type ISCSIVolumeSource = T.ISCSIVolumeSource;
 
 /** ImageVolumeSource represents a image volume resource. */
@@ -2204,6 +2287,7 @@ export const ImageVolumeSource = /* @__PURE__ */ Type.Unsafe<T.ImageVolumeSource
     },
   },
 });
+/** The value the `ImageVolumeSource` schema validates: ImageVolumeSource of k8s.io/api/core/v1. */
 export type ImageVolumeSource = T.ImageVolumeSource;
 
 /** Represents an NFS mount that lasts the lifetime of a pod. NFS volumes do not support ownership management or SELinux relabeling. */
@@ -2226,6 +2310,7 @@ export const NFSVolumeSource = /* @__PURE__ */ Type.Unsafe<T.NFSVolumeSource>({
   },
   required: ["server","path"],
 });
+/** The value the `NFSVolumeSource` schema validates: NFSVolumeSource of k8s.io/api/core/v1. */
 export type NFSVolumeSource = T.NFSVolumeSource;
 
 /** PersistentVolumeClaimVolumeSource references the user's PVC in the same namespace. This volume finds the bound PV and mounts that volume for the pod. A PersistentVolumeClaimVolumeSource is, essentially, a wrapper around another type of volume that is owned by someone else (the system). */
@@ -2244,6 +2329,7 @@ export const PersistentVolumeClaimVolumeSource = /* @__PURE__ */ Type.Unsafe<T.P
   },
   required: ["claimName"],
 });
+/** The value the `PersistentVolumeClaimVolumeSource` schema validates: PersistentVolumeClaimVolumeSource of k8s.io/api/core/v1. */
 export type PersistentVolumeClaimVolumeSource = T.PersistentVolumeClaimVolumeSource;
 
 /** Represents a Photon Controller persistent disk resource. */
@@ -2262,6 +2348,7 @@ export const PhotonPersistentDiskVolumeSource = /* @__PURE__ */ Type.Unsafe<T.Ph
   },
   required: ["pdID"],
 });
+/** The value the `PhotonPersistentDiskVolumeSource` schema validates: PhotonPersistentDiskVolumeSource of k8s.io/api/core/v1. */
 export type PhotonPersistentDiskVolumeSource = T.PhotonPersistentDiskVolumeSource;
 
 /** PortworxVolumeSource represents a Portworx volume resource. */
@@ -2284,6 +2371,7 @@ export const PortworxVolumeSource = /* @__PURE__ */ Type.Unsafe<T.PortworxVolume
   },
   required: ["volumeID"],
 });
+/** The value the `PortworxVolumeSource` schema validates: PortworxVolumeSource of k8s.io/api/core/v1. */
 export type PortworxVolumeSource = T.PortworxVolumeSource;
 
 /** ClusterTrustBundleProjection describes how to select a set of ClusterTrustBundle objects and project their contents into the pod filesystem. */
@@ -2311,6 +2399,7 @@ export const ClusterTrustBundleProjection = /* @__PURE__ */ Type.Unsafe<T.Cluste
   },
   required: ["path"],
 });
+/** The value the `ClusterTrustBundleProjection` schema validates: ClusterTrustBundleProjection of k8s.io/api/core/v1. */
 export type ClusterTrustBundleProjection = T.ClusterTrustBundleProjection;
 
 /**
@@ -2338,6 +2427,7 @@ export const ConfigMapProjection = /* @__PURE__ */ Type.Unsafe<T.ConfigMapProjec
     },
   },
 });
+/** The value the `ConfigMapProjection` schema validates: ConfigMapProjection of k8s.io/api/core/v1. */
 export type ConfigMapProjection = T.ConfigMapProjection;
 
 /** Represents downward API info for projecting into a projected volume. Note that this is identical to a downwardAPI volume source without the default mode. */
@@ -2353,6 +2443,7 @@ export const DownwardAPIProjection = /* @__PURE__ */ Type.Unsafe<T.DownwardAPIPr
     },
   },
 });
+/** The value the `DownwardAPIProjection` schema validates: DownwardAPIProjection of k8s.io/api/core/v1. */
 export type DownwardAPIProjection = T.DownwardAPIProjection;
 
 /** PodCertificateProjection provides a private key and X.509 certificate in the pod filesystem. */
@@ -2395,6 +2486,7 @@ export const PodCertificateProjection = /* @__PURE__ */ Type.Unsafe<T.PodCertifi
   },
   required: ["signerName","keyType"],
 });
+/** The value the `PodCertificateProjection` schema validates: PodCertificateProjection of k8s.io/api/core/v1. */
 export type PodCertificateProjection = T.PodCertificateProjection;
 
 /**
@@ -2422,6 +2514,7 @@ export const SecretProjection = /* @__PURE__ */ Type.Unsafe<T.SecretProjection>(
     },
   },
 });
+/** The value the `SecretProjection` schema validates: SecretProjection of k8s.io/api/core/v1. */
 export type SecretProjection = T.SecretProjection;
 
 /** ServiceAccountTokenProjection represents a projected service account token volume. This projection can be used to insert a service account token into the pods runtime filesystem for use against APIs (Kubernetes API Server or otherwise). */
@@ -2445,6 +2538,7 @@ export const ServiceAccountTokenProjection = /* @__PURE__ */ Type.Unsafe<T.Servi
   },
   required: ["path"],
 });
+/** The value the `ServiceAccountTokenProjection` schema validates: ServiceAccountTokenProjection of k8s.io/api/core/v1. */
 export type ServiceAccountTokenProjection = T.ServiceAccountTokenProjection;
 
 /** Projection that may be projected along with other supported volume types. Exactly one of these fields must be set. */
@@ -2460,6 +2554,7 @@ export const VolumeProjection = /* @__PURE__ */ Type.Unsafe<T.VolumeProjection>(
     serviceAccountToken: /* @__PURE__ */ described(ServiceAccountTokenProjection, "serviceAccountToken is information about the serviceAccountToken data to project"),
   },
 });
+/** The value the `VolumeProjection` schema validates: VolumeProjection of k8s.io/api/core/v1. */
 export type VolumeProjection = T.VolumeProjection;
 
 /** Represents a projected volume source */
@@ -2480,6 +2575,7 @@ export const ProjectedVolumeSource = /* @__PURE__ */ Type.Unsafe<T.ProjectedVolu
     },
   },
 });
+/** The value the `ProjectedVolumeSource` schema validates: ProjectedVolumeSource of k8s.io/api/core/v1. */
 export type ProjectedVolumeSource = T.ProjectedVolumeSource;
 
 /** Represents a Quobyte mount that lasts the lifetime of a pod. Quobyte volumes do not support ownership management or SELinux relabeling. */
@@ -2514,6 +2610,7 @@ export const QuobyteVolumeSource = /* @__PURE__ */ Type.Unsafe<T.QuobyteVolumeSo
   },
   required: ["registry","volume"],
 });
+/** The value the `QuobyteVolumeSource` schema validates: QuobyteVolumeSource of k8s.io/api/core/v1. */
 export type QuobyteVolumeSource = T.QuobyteVolumeSource;
 
 /** Represents a Rados Block Device mount that lasts the lifetime of a pod. RBD volumes support ownership management and SELinux relabeling. */
@@ -2560,6 +2657,7 @@ export const RBDVolumeSource = /* @__PURE__ */ Type.Unsafe<T.RBDVolumeSource>({
   },
   required: ["monitors","image"],
 });
+/** The value the `RBDVolumeSource` schema validates: RBDVolumeSource of k8s.io/api/core/v1. */
 export type RBDVolumeSource = T.RBDVolumeSource;
 
 /** ScaleIOVolumeSource represents a persistent ScaleIO volume */
@@ -2609,6 +2707,7 @@ export const ScaleIOVolumeSource = /* @__PURE__ */ Type.Unsafe<T.ScaleIOVolumeSo
   },
   required: ["gateway","system","secretRef"],
 });
+/** The value the `ScaleIOVolumeSource` schema validates: ScaleIOVolumeSource of k8s.io/api/core/v1. */
 export type ScaleIOVolumeSource = T.ScaleIOVolumeSource;
 
 /**
@@ -2641,6 +2740,7 @@ export const SecretVolumeSource = /* @__PURE__ */ Type.Unsafe<T.SecretVolumeSour
     },
   },
 });
+/** The value the `SecretVolumeSource` schema validates: SecretVolumeSource of k8s.io/api/core/v1. */
 export type SecretVolumeSource = T.SecretVolumeSource;
 
 /** Represents a StorageOS persistent volume resource. */
@@ -2667,6 +2767,7 @@ export const StorageOSVolumeSource = /* @__PURE__ */ Type.Unsafe<T.StorageOSVolu
     },
   },
 });
+/** The value the `StorageOSVolumeSource` schema validates: StorageOSVolumeSource of k8s.io/api/core/v1. */
 export type StorageOSVolumeSource = T.StorageOSVolumeSource;
 
 /** Represents a vSphere volume resource. */
@@ -2693,6 +2794,7 @@ export const VsphereVirtualDiskVolumeSource = /* @__PURE__ */ Type.Unsafe<T.Vsph
   },
   required: ["volumePath"],
 });
+/** The value the `VsphereVirtualDiskVolumeSource` schema validates: VsphereVirtualDiskVolumeSource of k8s.io/api/core/v1. */
 export type VsphereVirtualDiskVolumeSource = T.VsphereVirtualDiskVolumeSource;
 
 /** Volume represents a named volume in a pod that may be accessed by any container in the pod. */
@@ -2737,6 +2839,7 @@ export const Volume = /* @__PURE__ */ Type.Unsafe<T.Volume>({
   },
   required: ["name"],
 });
+/** The value the `Volume` schema validates: Volume of k8s.io/api/core/v1. */
 export type Volume = T.Volume;
 
 /** PodSpec is a description of a pod. */
@@ -2939,6 +3042,7 @@ export const PodSpec = /* @__PURE__ */ Type.Unsafe<T.PodSpec>({
   },
   required: ["containers"],
 });
+/** The value the `PodSpec` schema validates: PodSpec of k8s.io/api/core/v1. */
 export type PodSpec = T.PodSpec;
 
 /** PodTemplateSpec describes the data a pod should have when created from a template */
@@ -2950,6 +3054,7 @@ export const PodTemplateSpec = /* @__PURE__ */ Type.Unsafe<T.PodTemplateSpec>({
     spec: /* @__PURE__ */ described(PodSpec, "Specification of the desired behavior of the pod. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status"),
   },
 });
+/** The value the `PodTemplateSpec` schema validates: PodTemplateSpec of k8s.io/api/core/v1. */
 export type PodTemplateSpec = T.PodTemplateSpec;
 
 /** ModifyVolumeStatus represents the status object of ControllerModifyVolume operation */
@@ -2969,6 +3074,7 @@ export const ModifyVolumeStatus = /* @__PURE__ */ Type.Unsafe<T.ModifyVolumeStat
   },
   required: ["status"],
 });
+/** The value the `ModifyVolumeStatus` schema validates: ModifyVolumeStatus of k8s.io/api/core/v1. */
 export type ModifyVolumeStatus = T.ModifyVolumeStatus;
 
 /** PersistentVolumeClaimCondition contains details about state of pvc */
@@ -3005,6 +3111,7 @@ export const PersistentVolumeClaimCondition = /* @__PURE__ */ Type.Unsafe<T.Pers
   },
   required: ["type","status"],
 });
+/** The value the `PersistentVolumeClaimCondition` schema validates: PersistentVolumeClaimCondition of k8s.io/api/core/v1. */
 export type PersistentVolumeClaimCondition = T.PersistentVolumeClaimCondition;
 
 /** PersistentVolumeClaimStatus is the current status of a persistent volume claim. */
@@ -3059,6 +3166,7 @@ export const PersistentVolumeClaimStatus = /* @__PURE__ */ Type.Unsafe<T.Persist
     },
   },
 });
+/** The value the `PersistentVolumeClaimStatus` schema validates: PersistentVolumeClaimStatus of k8s.io/api/core/v1. */
 export type PersistentVolumeClaimStatus = T.PersistentVolumeClaimStatus;
 
 /** PersistentVolumeClaim is a user's request for and claim to a persistent volume */
@@ -3079,6 +3187,7 @@ export const PersistentVolumeClaim = /* @__PURE__ */ Type.Unsafe<T.PersistentVol
     status: /* @__PURE__ */ described(PersistentVolumeClaimStatus, "status represents the current information/status of a persistent volume claim. Read-only. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#persistentvolumeclaims"),
   },
 });
+/** The value the `PersistentVolumeClaim` schema validates: PersistentVolumeClaim of k8s.io/api/core/v1. */
 export type PersistentVolumeClaim = T.PersistentVolumeClaim;
 
 /** ObjectReference contains enough information to let you inspect or modify the referred object. */
@@ -3117,6 +3226,7 @@ export const ObjectReference = /* @__PURE__ */ Type.Unsafe<T.ObjectReference>({
   },
   "x-kubernetes-map-type": "atomic",
 });
+/** The value the `ObjectReference` schema validates: ObjectReference of k8s.io/api/core/v1. */
 export type ObjectReference = T.ObjectReference;
 
 /** AttachedVolume describes a volume attached to a node */
@@ -3135,6 +3245,7 @@ export const AttachedVolume = /* @__PURE__ */ Type.Unsafe<T.AttachedVolume>({
   },
   required: ["name","devicePath"],
 });
+/** The value the `AttachedVolume` schema validates: AttachedVolume of k8s.io/api/core/v1. */
 export type AttachedVolume = T.AttachedVolume;
 
 /** AzureFile represents an Azure File Service mount on the host and bind mount to the pod. */
@@ -3161,6 +3272,7 @@ export const AzureFilePersistentVolumeSource = /* @__PURE__ */ Type.Unsafe<T.Azu
   },
   required: ["secretName","shareName"],
 });
+/** The value the `AzureFilePersistentVolumeSource` schema validates: AzureFilePersistentVolumeSource of k8s.io/api/core/v1. */
 export type AzureFilePersistentVolumeSource = T.AzureFilePersistentVolumeSource;
 
 /** Binding ties one object to another; for example, a pod is bound to a node by a scheduler. */
@@ -3181,6 +3293,7 @@ export const Binding = /* @__PURE__ */ Type.Unsafe<T.Binding>({
   },
   required: ["target"],
 });
+/** The value the `Binding` schema validates: Binding of k8s.io/api/core/v1. */
 export type Binding = T.Binding;
 
 /** SecretReference represents a Secret Reference. It has enough information to retrieve secret in any namespace */
@@ -3199,6 +3312,7 @@ export const SecretReference = /* @__PURE__ */ Type.Unsafe<T.SecretReference>({
   },
   "x-kubernetes-map-type": "atomic",
 });
+/** The value the `SecretReference` schema validates: SecretReference of k8s.io/api/core/v1. */
 export type SecretReference = T.SecretReference;
 
 /** Represents storage that is managed by an external CSI volume driver */
@@ -3237,6 +3351,7 @@ export const CSIPersistentVolumeSource = /* @__PURE__ */ Type.Unsafe<T.CSIPersis
   },
   required: ["driver","volumeHandle"],
 });
+/** The value the `CSIPersistentVolumeSource` schema validates: CSIPersistentVolumeSource of k8s.io/api/core/v1. */
 export type CSIPersistentVolumeSource = T.CSIPersistentVolumeSource;
 
 /** Represents a Ceph Filesystem mount that lasts the lifetime of a pod Cephfs volumes do not support ownership management or SELinux relabeling. */
@@ -3272,6 +3387,7 @@ export const CephFSPersistentVolumeSource = /* @__PURE__ */ Type.Unsafe<T.CephFS
   },
   required: ["monitors"],
 });
+/** The value the `CephFSPersistentVolumeSource` schema validates: CephFSPersistentVolumeSource of k8s.io/api/core/v1. */
 export type CephFSPersistentVolumeSource = T.CephFSPersistentVolumeSource;
 
 /** Represents a cinder volume resource in Openstack. A Cinder volume must exist before mounting to a container. The volume must also be in the same region as the kubelet. Cinder volumes support ownership management and SELinux relabeling. */
@@ -3295,6 +3411,7 @@ export const CinderPersistentVolumeSource = /* @__PURE__ */ Type.Unsafe<T.Cinder
   },
   required: ["volumeID"],
 });
+/** The value the `CinderPersistentVolumeSource` schema validates: CinderPersistentVolumeSource of k8s.io/api/core/v1. */
 export type CinderPersistentVolumeSource = T.CinderPersistentVolumeSource;
 
 /** ClientIPConfig represents the configurations of Client IP based session affinity. */
@@ -3309,6 +3426,7 @@ export const ClientIPConfig = /* @__PURE__ */ Type.Unsafe<T.ClientIPConfig>({
     },
   },
 });
+/** The value the `ClientIPConfig` schema validates: ClientIPConfig of k8s.io/api/core/v1. */
 export type ClientIPConfig = T.ClientIPConfig;
 
 /** Information about the condition of a component. */
@@ -3335,6 +3453,7 @@ export const ComponentCondition = /* @__PURE__ */ Type.Unsafe<T.ComponentConditi
   },
   required: ["type","status"],
 });
+/** The value the `ComponentCondition` schema validates: ComponentCondition of k8s.io/api/core/v1. */
 export type ComponentCondition = T.ComponentCondition;
 
 /** ComponentStatus (and ComponentStatusList) holds the cluster validation info. Deprecated: This API is deprecated in v1.19+ */
@@ -3360,6 +3479,7 @@ export const ComponentStatus = /* @__PURE__ */ Type.Unsafe<T.ComponentStatus>({
     metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"),
   },
 });
+/** The value the `ComponentStatus` schema validates: ComponentStatus of k8s.io/api/core/v1. */
 export type ComponentStatus = T.ComponentStatus;
 
 /** ConfigMap holds configuration data for pods to consume. */
@@ -3397,6 +3517,7 @@ export const ConfigMap = /* @__PURE__ */ Type.Unsafe<T.ConfigMap>({
     metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"),
   },
 });
+/** The value the `ConfigMap` schema validates: ConfigMap of k8s.io/api/core/v1. */
 export type ConfigMap = T.ConfigMap;
 
 /** ConfigMapNodeConfigSource contains the information to reference a ConfigMap as a config source for the Node. This API is deprecated since 1.22: https://git.k8s.io/enhancements/keps/sig-node/281-dynamic-kubelet-configuration */
@@ -3427,6 +3548,7 @@ export const ConfigMapNodeConfigSource = /* @__PURE__ */ Type.Unsafe<T.ConfigMap
   },
   required: ["namespace","name","kubeletConfigKey"],
 });
+/** The value the `ConfigMapNodeConfigSource` schema validates: ConfigMapNodeConfigSource of k8s.io/api/core/v1. */
 export type ConfigMapNodeConfigSource = T.ConfigMapNodeConfigSource;
 
 /** ContainerExtendedResourceRequest has the mapping of container name, extended resource name to the device request name. */
@@ -3449,6 +3571,7 @@ export const ContainerExtendedResourceRequest = /* @__PURE__ */ Type.Unsafe<T.Co
   },
   required: ["containerName","resourceName","requestName"],
 });
+/** The value the `ContainerExtendedResourceRequest` schema validates: ContainerExtendedResourceRequest of k8s.io/api/core/v1. */
 export type ContainerExtendedResourceRequest = T.ContainerExtendedResourceRequest;
 
 /** Describe a container image */
@@ -3471,6 +3594,7 @@ export const ContainerImage = /* @__PURE__ */ Type.Unsafe<T.ContainerImage>({
     },
   },
 });
+/** The value the `ContainerImage` schema validates: ContainerImage of k8s.io/api/core/v1. */
 export type ContainerImage = T.ContainerImage;
 
 /** ContainerStateRunning is a running state of a container. */
@@ -3485,6 +3609,7 @@ export const ContainerStateRunning = /* @__PURE__ */ Type.Unsafe<T.ContainerStat
     },
   },
 });
+/** The value the `ContainerStateRunning` schema validates: ContainerStateRunning of k8s.io/api/core/v1. */
 export type ContainerStateRunning = T.ContainerStateRunning;
 
 /** ContainerStateTerminated is a terminated state of a container. */
@@ -3527,6 +3652,7 @@ export const ContainerStateTerminated = /* @__PURE__ */ Type.Unsafe<T.ContainerS
   },
   required: ["exitCode"],
 });
+/** The value the `ContainerStateTerminated` schema validates: ContainerStateTerminated of k8s.io/api/core/v1. */
 export type ContainerStateTerminated = T.ContainerStateTerminated;
 
 /** ContainerStateWaiting is a waiting state of a container. */
@@ -3544,6 +3670,7 @@ export const ContainerStateWaiting = /* @__PURE__ */ Type.Unsafe<T.ContainerStat
     },
   },
 });
+/** The value the `ContainerStateWaiting` schema validates: ContainerStateWaiting of k8s.io/api/core/v1. */
 export type ContainerStateWaiting = T.ContainerStateWaiting;
 
 /** ContainerState holds a possible state of container. Only one of its members may be specified. If none of them is specified, the default one is ContainerStateWaiting. */
@@ -3556,6 +3683,7 @@ export const ContainerState = /* @__PURE__ */ Type.Unsafe<T.ContainerState>({
     waiting: /* @__PURE__ */ described(ContainerStateWaiting, "Details about a waiting container"),
   },
 });
+/** The value the `ContainerState` schema validates: ContainerState of k8s.io/api/core/v1. */
 export type ContainerState = T.ContainerState;
 
 /** LinuxContainerUser represents user identity information in Linux containers */
@@ -3585,6 +3713,7 @@ export const LinuxContainerUser = /* @__PURE__ */ Type.Unsafe<T.LinuxContainerUs
   },
   required: ["uid","gid"],
 });
+/** The value the `LinuxContainerUser` schema validates: LinuxContainerUser of k8s.io/api/core/v1. */
 export type LinuxContainerUser = T.LinuxContainerUser;
 
 /** ContainerUser represents user identity information */
@@ -3595,6 +3724,7 @@ export const ContainerUser = /* @__PURE__ */ Type.Unsafe<T.ContainerUser>({
     linux: /* @__PURE__ */ described(LinuxContainerUser, "Linux holds user identity information initially attached to the first process of the containers in Linux. Note that the actual running identity can be changed if the process has enough privilege to do so."),
   },
 });
+/** The value the `ContainerUser` schema validates: ContainerUser of k8s.io/api/core/v1. */
 export type ContainerUser = T.ContainerUser;
 
 /** ResourceHealth represents the health of a resource. It has the latest device health information. This is a part of KEP https://kep.k8s.io/4680. */
@@ -3617,6 +3747,7 @@ export const ResourceHealth = /* @__PURE__ */ Type.Unsafe<T.ResourceHealth>({
   },
   required: ["resourceID"],
 });
+/** The value the `ResourceHealth` schema validates: ResourceHealth of k8s.io/api/core/v1. */
 export type ResourceHealth = T.ResourceHealth;
 
 /** ResourceStatus represents the status of a single resource allocated to a Pod. */
@@ -3638,6 +3769,7 @@ export const ResourceStatus = /* @__PURE__ */ Type.Unsafe<T.ResourceStatus>({
   },
   required: ["name"],
 });
+/** The value the `ResourceStatus` schema validates: ResourceStatus of k8s.io/api/core/v1. */
 export type ResourceStatus = T.ResourceStatus;
 
 /** ImageVolumeStatus represents the image-based volume status. */
@@ -3652,6 +3784,7 @@ export const ImageVolumeStatus = /* @__PURE__ */ Type.Unsafe<T.ImageVolumeStatus
   },
   required: ["imageRef"],
 });
+/** The value the `ImageVolumeStatus` schema validates: ImageVolumeStatus of k8s.io/api/core/v1. */
 export type ImageVolumeStatus = T.ImageVolumeStatus;
 
 /** VolumeStatus represents the status of a mounted volume. At most one of its members must be specified. */
@@ -3662,6 +3795,7 @@ export const VolumeStatus = /* @__PURE__ */ Type.Unsafe<T.VolumeStatus>({
     image: /* @__PURE__ */ described(ImageVolumeStatus, "image represents an OCI object (a container image or artifact) pulled and mounted on the kubelet's host machine."),
   },
 });
+/** The value the `VolumeStatus` schema validates: VolumeStatus of k8s.io/api/core/v1. */
 export type VolumeStatus = T.VolumeStatus;
 
 /** VolumeMountStatus shows status of volume mounts. */
@@ -3689,6 +3823,7 @@ export const VolumeMountStatus = /* @__PURE__ */ Type.Unsafe<T.VolumeMountStatus
   },
   required: ["name","mountPath"],
 });
+/** The value the `VolumeMountStatus` schema validates: VolumeMountStatus of k8s.io/api/core/v1. */
 export type VolumeMountStatus = T.VolumeMountStatus;
 
 /** ContainerStatus contains details for the current status of this container. */
@@ -3756,6 +3891,7 @@ export const ContainerStatus = /* @__PURE__ */ Type.Unsafe<T.ContainerStatus>({
   },
   required: ["name","ready","restartCount","image","imageID"],
 });
+/** The value the `ContainerStatus` schema validates: ContainerStatus of k8s.io/api/core/v1. */
 export type ContainerStatus = T.ContainerStatus;
 
 /** DaemonEndpoint contains information about a single Daemon endpoint. */
@@ -3771,6 +3907,7 @@ export const DaemonEndpoint = /* @__PURE__ */ Type.Unsafe<T.DaemonEndpoint>({
   },
   required: ["Port"],
 });
+/** The value the `DaemonEndpoint` schema validates: DaemonEndpoint of k8s.io/api/core/v1. */
 export type DaemonEndpoint = T.DaemonEndpoint;
 
 /** EndpointAddress is a tuple that describes single IP address. Deprecated: This API is deprecated in v1.33+. */
@@ -3795,6 +3932,7 @@ export const EndpointAddress = /* @__PURE__ */ Type.Unsafe<T.EndpointAddress>({
   required: ["ip"],
   "x-kubernetes-map-type": "atomic",
 });
+/** The value the `EndpointAddress` schema validates: EndpointAddress of k8s.io/api/core/v1. */
 export type EndpointAddress = T.EndpointAddress;
 
 /** EndpointPort is a tuple that describes a single port. Deprecated: This API is deprecated in v1.33+. */
@@ -3824,6 +3962,7 @@ export const EndpointPort = /* @__PURE__ */ Type.Unsafe<T.EndpointPort>({
   required: ["port"],
   "x-kubernetes-map-type": "atomic",
 });
+/** The value the `EndpointPort` schema validates: EndpointPort of k8s.io/api/core/v1. */
 export type EndpointPort = T.EndpointPort;
 
 /**
@@ -3865,6 +4004,7 @@ export const EndpointSubset = /* @__PURE__ */ Type.Unsafe<T.EndpointSubset>({
     },
   },
 });
+/** The value the `EndpointSubset` schema validates: EndpointSubset of k8s.io/api/core/v1. */
 export type EndpointSubset = T.EndpointSubset;
 
 /**
@@ -3907,6 +4047,7 @@ export const Endpoints = /* @__PURE__ */ Type.Unsafe<T.Endpoints>({
     },
   },
 });
+/** The value the `Endpoints` schema validates: Endpoints of k8s.io/api/core/v1. */
 export type Endpoints = T.Endpoints;
 
 /** EventSeries contain information on series of events, i.e. thing that was/is happening continuously for some time. */
@@ -3926,6 +4067,7 @@ export const EventSeries = /* @__PURE__ */ Type.Unsafe<T.EventSeries>({
     },
   },
 });
+/** The value the `EventSeries` schema validates: EventSeries of k8s.io/api/core/v1. */
 export type EventSeries = T.EventSeries;
 
 /** EventSource contains information for an event. */
@@ -3943,6 +4085,7 @@ export const EventSource = /* @__PURE__ */ Type.Unsafe<T.EventSource>({
     },
   },
 });
+/** The value the `EventSource` schema validates: EventSource of k8s.io/api/core/v1. */
 export type EventSource = T.EventSource;
 
 /** Event is a report of an event somewhere in the cluster.  Events have a limited retention time and triggers and messages may evolve with time.  Event consumers should not rely on the timing of an event with a given Reason reflecting a consistent underlying trigger, or the continued existence of events with that Reason.  Events should be treated as informative, best-effort, supplemental data. */
@@ -4010,6 +4153,7 @@ export const Event = /* @__PURE__ */ Type.Unsafe<T.Event>({
   },
   required: ["metadata","involvedObject"],
 });
+/** The value the `Event` schema validates: Event of k8s.io/api/core/v1. */
 export type Event = T.Event;
 
 /** FlexPersistentVolumeSource represents a generic persistent volume resource that is provisioned/attached using an exec based plugin. */
@@ -4040,6 +4184,7 @@ export const FlexPersistentVolumeSource = /* @__PURE__ */ Type.Unsafe<T.FlexPers
   },
   required: ["driver"],
 });
+/** The value the `FlexPersistentVolumeSource` schema validates: FlexPersistentVolumeSource of k8s.io/api/core/v1. */
 export type FlexPersistentVolumeSource = T.FlexPersistentVolumeSource;
 
 /** Represents a Glusterfs mount that lasts the lifetime of a pod. Glusterfs volumes do not support ownership management or SELinux relabeling. */
@@ -4066,6 +4211,7 @@ export const GlusterfsPersistentVolumeSource = /* @__PURE__ */ Type.Unsafe<T.Glu
   },
   required: ["endpoints","path"],
 });
+/** The value the `GlusterfsPersistentVolumeSource` schema validates: GlusterfsPersistentVolumeSource of k8s.io/api/core/v1. */
 export type GlusterfsPersistentVolumeSource = T.GlusterfsPersistentVolumeSource;
 
 /** HostIP represents a single IP address allocated to the host. */
@@ -4080,6 +4226,7 @@ export const HostIP = /* @__PURE__ */ Type.Unsafe<T.HostIP>({
   },
   required: ["ip"],
 });
+/** The value the `HostIP` schema validates: HostIP of k8s.io/api/core/v1. */
 export type HostIP = T.HostIP;
 
 /** ISCSIPersistentVolumeSource represents an ISCSI disk. ISCSI volumes can only be mounted as read/write once. ISCSI volumes support ownership management and SELinux relabeling. */
@@ -4137,6 +4284,7 @@ export const ISCSIPersistentVolumeSource = /* @__PURE__ */ Type.Unsafe<T.ISCSIPe
   },
   required: ["targetPortal","iqn","lun"],
 });
+/** The value the `ISCSIPersistentVolumeSource` schema validates: ISCSIPersistentVolumeSource of k8s.io/api/core/v1. */
 export type ISCSIPersistentVolumeSource = T.ISCSIPersistentVolumeSource;
 
 /** LimitRangeItem defines a min/max usage limit for any resource that matches on kind. */
@@ -4176,6 +4324,7 @@ export const LimitRangeItem = /* @__PURE__ */ Type.Unsafe<T.LimitRangeItem>({
   },
   required: ["type"],
 });
+/** The value the `LimitRangeItem` schema validates: LimitRangeItem of k8s.io/api/core/v1. */
 export type LimitRangeItem = T.LimitRangeItem;
 
 /** LimitRangeSpec defines a min/max usage limit for resources that match on kind. */
@@ -4192,6 +4341,7 @@ export const LimitRangeSpec = /* @__PURE__ */ Type.Unsafe<T.LimitRangeSpec>({
   },
   required: ["limits"],
 });
+/** The value the `LimitRangeSpec` schema validates: LimitRangeSpec of k8s.io/api/core/v1. */
 export type LimitRangeSpec = T.LimitRangeSpec;
 
 /** LimitRange sets resource usage limits for each kind of resource in a Namespace. */
@@ -4211,6 +4361,7 @@ export const LimitRange = /* @__PURE__ */ Type.Unsafe<T.LimitRange>({
     spec: /* @__PURE__ */ described(LimitRangeSpec, "Spec defines the limits enforced. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status"),
   },
 });
+/** The value the `LimitRange` schema validates: LimitRange of k8s.io/api/core/v1. */
 export type LimitRange = T.LimitRange;
 
 /** PortStatus represents the error condition of a service port */
@@ -4235,6 +4386,7 @@ export const PortStatus = /* @__PURE__ */ Type.Unsafe<T.PortStatus>({
   },
   required: ["port","protocol"],
 });
+/** The value the `PortStatus` schema validates: PortStatus of k8s.io/api/core/v1. */
 export type PortStatus = T.PortStatus;
 
 /** LoadBalancerIngress represents the status of a load-balancer ingress point: traffic intended for the service should be sent to an ingress point. */
@@ -4262,6 +4414,7 @@ export const LoadBalancerIngress = /* @__PURE__ */ Type.Unsafe<T.LoadBalancerIng
     },
   },
 });
+/** The value the `LoadBalancerIngress` schema validates: LoadBalancerIngress of k8s.io/api/core/v1. */
 export type LoadBalancerIngress = T.LoadBalancerIngress;
 
 /** LoadBalancerStatus represents the status of a load-balancer. */
@@ -4277,6 +4430,7 @@ export const LoadBalancerStatus = /* @__PURE__ */ Type.Unsafe<T.LoadBalancerStat
     },
   },
 });
+/** The value the `LoadBalancerStatus` schema validates: LoadBalancerStatus of k8s.io/api/core/v1. */
 export type LoadBalancerStatus = T.LoadBalancerStatus;
 
 /** Local represents directly-attached storage with node affinity */
@@ -4295,6 +4449,7 @@ export const LocalVolumeSource = /* @__PURE__ */ Type.Unsafe<T.LocalVolumeSource
   },
   required: ["path"],
 });
+/** The value the `LocalVolumeSource` schema validates: LocalVolumeSource of k8s.io/api/core/v1. */
 export type LocalVolumeSource = T.LocalVolumeSource;
 
 /** NamespaceSpec describes the attributes on a Namespace. */
@@ -4312,6 +4467,7 @@ export const NamespaceSpec = /* @__PURE__ */ Type.Unsafe<T.NamespaceSpec>({
     },
   },
 });
+/** The value the `NamespaceSpec` schema validates: NamespaceSpec of k8s.io/api/core/v1. */
 export type NamespaceSpec = T.NamespaceSpec;
 
 /** NamespaceCondition contains details about state of namespace. */
@@ -4343,6 +4499,7 @@ export const NamespaceCondition = /* @__PURE__ */ Type.Unsafe<T.NamespaceConditi
   },
   required: ["type","status"],
 });
+/** The value the `NamespaceCondition` schema validates: NamespaceCondition of k8s.io/api/core/v1. */
 export type NamespaceCondition = T.NamespaceCondition;
 
 /** NamespaceStatus is information about the current status of a Namespace. */
@@ -4364,6 +4521,7 @@ export const NamespaceStatus = /* @__PURE__ */ Type.Unsafe<T.NamespaceStatus>({
     },
   },
 });
+/** The value the `NamespaceStatus` schema validates: NamespaceStatus of k8s.io/api/core/v1. */
 export type NamespaceStatus = T.NamespaceStatus;
 
 /** Namespace provides a scope for Names. Use of multiple namespaces is optional. */
@@ -4384,6 +4542,7 @@ export const Namespace = /* @__PURE__ */ Type.Unsafe<T.Namespace>({
     status: /* @__PURE__ */ described(NamespaceStatus, "Status describes the current status of a Namespace. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status"),
   },
 });
+/** The value the `Namespace` schema validates: Namespace of k8s.io/api/core/v1. */
 export type Namespace = T.Namespace;
 
 /** NodeConfigSource specifies a source of node configuration. Exactly one subfield (excluding metadata) must be non-nil. This API is deprecated since 1.22 */
@@ -4394,6 +4553,7 @@ export const NodeConfigSource = /* @__PURE__ */ Type.Unsafe<T.NodeConfigSource>(
     configMap: /* @__PURE__ */ described(ConfigMapNodeConfigSource, "ConfigMap is a reference to a Node's ConfigMap"),
   },
 });
+/** The value the `NodeConfigSource` schema validates: NodeConfigSource of k8s.io/api/core/v1. */
 export type NodeConfigSource = T.NodeConfigSource;
 
 /** The node this Taint is attached to has the "effect" on any pod that does not tolerate the Taint. */
@@ -4422,6 +4582,7 @@ export const Taint = /* @__PURE__ */ Type.Unsafe<T.Taint>({
   },
   required: ["key","effect"],
 });
+/** The value the `Taint` schema validates: Taint of k8s.io/api/core/v1. */
 export type Taint = T.Taint;
 
 /** NodeSpec describes the attributes that a node is created with. */
@@ -4462,6 +4623,7 @@ export const NodeSpec = /* @__PURE__ */ Type.Unsafe<T.NodeSpec>({
     },
   },
 });
+/** The value the `NodeSpec` schema validates: NodeSpec of k8s.io/api/core/v1. */
 export type NodeSpec = T.NodeSpec;
 
 /** NodeAddress contains information for the node's address. */
@@ -4480,6 +4642,7 @@ export const NodeAddress = /* @__PURE__ */ Type.Unsafe<T.NodeAddress>({
   },
   required: ["type","address"],
 });
+/** The value the `NodeAddress` schema validates: NodeAddress of k8s.io/api/core/v1. */
 export type NodeAddress = T.NodeAddress;
 
 /** NodeCondition contains condition information for a node. */
@@ -4516,6 +4679,7 @@ export const NodeCondition = /* @__PURE__ */ Type.Unsafe<T.NodeCondition>({
   },
   required: ["type","status"],
 });
+/** The value the `NodeCondition` schema validates: NodeCondition of k8s.io/api/core/v1. */
 export type NodeCondition = T.NodeCondition;
 
 /** NodeConfigStatus describes the status of the config assigned by Node.Spec.ConfigSource. */
@@ -4532,6 +4696,7 @@ export const NodeConfigStatus = /* @__PURE__ */ Type.Unsafe<T.NodeConfigStatus>(
     lastKnownGood: /* @__PURE__ */ described(NodeConfigSource, "LastKnownGood reports the checkpointed config the node will fall back to when it encounters an error attempting to use the Assigned config. The Assigned config becomes the LastKnownGood config when the node determines that the Assigned config is stable and correct. This is currently implemented as a 10-minute soak period starting when the local record of Assigned config is updated. If the Assigned config is Active at the end of this period, it becomes the LastKnownGood. Note that if Spec.ConfigSource is reset to nil (use local defaults), the LastKnownGood is also immediately reset to nil, because the local default config is always assumed good. You should not make assumptions about the node's method of determining config stability and correctness, as this may change or become configurable in the future."),
   },
 });
+/** The value the `NodeConfigStatus` schema validates: NodeConfigStatus of k8s.io/api/core/v1. */
 export type NodeConfigStatus = T.NodeConfigStatus;
 
 /** NodeDaemonEndpoints lists ports opened by daemons running on the Node. */
@@ -4542,6 +4707,7 @@ export const NodeDaemonEndpoints = /* @__PURE__ */ Type.Unsafe<T.NodeDaemonEndpo
     kubeletEndpoint: /* @__PURE__ */ described(DaemonEndpoint, "Endpoint on which Kubelet is listening."),
   },
 });
+/** The value the `NodeDaemonEndpoints` schema validates: NodeDaemonEndpoints of k8s.io/api/core/v1. */
 export type NodeDaemonEndpoints = T.NodeDaemonEndpoints;
 
 /** NodeFeatures describes the set of features implemented by the CRI implementation. The features contained in the NodeFeatures should depend only on the cri implementation independent of runtime handlers. */
@@ -4555,6 +4721,7 @@ export const NodeFeatures = /* @__PURE__ */ Type.Unsafe<T.NodeFeatures>({
     },
   },
 });
+/** The value the `NodeFeatures` schema validates: NodeFeatures of k8s.io/api/core/v1. */
 export type NodeFeatures = T.NodeFeatures;
 
 /** NodeRuntimeHandlerFeatures is a set of features implemented by the runtime handler. */
@@ -4572,6 +4739,7 @@ export const NodeRuntimeHandlerFeatures = /* @__PURE__ */ Type.Unsafe<T.NodeRunt
     },
   },
 });
+/** The value the `NodeRuntimeHandlerFeatures` schema validates: NodeRuntimeHandlerFeatures of k8s.io/api/core/v1. */
 export type NodeRuntimeHandlerFeatures = T.NodeRuntimeHandlerFeatures;
 
 /** NodeRuntimeHandler is a set of runtime handler information. */
@@ -4586,6 +4754,7 @@ export const NodeRuntimeHandler = /* @__PURE__ */ Type.Unsafe<T.NodeRuntimeHandl
     },
   },
 });
+/** The value the `NodeRuntimeHandler` schema validates: NodeRuntimeHandler of k8s.io/api/core/v1. */
 export type NodeRuntimeHandler = T.NodeRuntimeHandler;
 
 /** NodeSwapStatus represents swap memory information. */
@@ -4600,6 +4769,7 @@ export const NodeSwapStatus = /* @__PURE__ */ Type.Unsafe<T.NodeSwapStatus>({
     },
   },
 });
+/** The value the `NodeSwapStatus` schema validates: NodeSwapStatus of k8s.io/api/core/v1. */
 export type NodeSwapStatus = T.NodeSwapStatus;
 
 /** NodeSystemInfo is a set of ids/uuids to uniquely identify the node. */
@@ -4651,6 +4821,7 @@ export const NodeSystemInfo = /* @__PURE__ */ Type.Unsafe<T.NodeSystemInfo>({
   },
   required: ["machineID","systemUUID","bootID","kernelVersion","osImage","containerRuntimeVersion","kubeletVersion","kubeProxyVersion","operatingSystem","architecture"],
 });
+/** The value the `NodeSystemInfo` schema validates: NodeSystemInfo of k8s.io/api/core/v1. */
 export type NodeSystemInfo = T.NodeSystemInfo;
 
 /** NodeStatus is information about the current status of a node. */
@@ -4727,6 +4898,7 @@ export const NodeStatus = /* @__PURE__ */ Type.Unsafe<T.NodeStatus>({
     },
   },
 });
+/** The value the `NodeStatus` schema validates: NodeStatus of k8s.io/api/core/v1. */
 export type NodeStatus = T.NodeStatus;
 
 /** Node is a worker node in Kubernetes. Each node will have a unique identifier in the cache (i.e. in etcd). */
@@ -4747,6 +4919,7 @@ export const Node = /* @__PURE__ */ Type.Unsafe<T.Node>({
     status: /* @__PURE__ */ described(NodeStatus, "Most recently observed status of the node. Populated by the system. Read-only. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status"),
   },
 });
+/** The value the `Node` schema validates: Node of k8s.io/api/core/v1. */
 export type Node = T.Node;
 
 /** NodeAllocatableResourceClaimStatus describes the status of node allocatable resources allocated via DRA. */
@@ -4774,6 +4947,7 @@ export const NodeAllocatableResourceClaimStatus = /* @__PURE__ */ Type.Unsafe<T.
   },
   required: ["resourceClaimName","resources"],
 });
+/** The value the `NodeAllocatableResourceClaimStatus` schema validates: NodeAllocatableResourceClaimStatus of k8s.io/api/core/v1. */
 export type NodeAllocatableResourceClaimStatus = T.NodeAllocatableResourceClaimStatus;
 
 /** Represents a Rados Block Device mount that lasts the lifetime of a pod. RBD volumes support ownership management and SELinux relabeling. */
@@ -4820,6 +4994,7 @@ export const RBDPersistentVolumeSource = /* @__PURE__ */ Type.Unsafe<T.RBDPersis
   },
   required: ["monitors","image"],
 });
+/** The value the `RBDPersistentVolumeSource` schema validates: RBDPersistentVolumeSource of k8s.io/api/core/v1. */
 export type RBDPersistentVolumeSource = T.RBDPersistentVolumeSource;
 
 /** ScaleIOPersistentVolumeSource represents a persistent ScaleIO volume */
@@ -4869,6 +5044,7 @@ export const ScaleIOPersistentVolumeSource = /* @__PURE__ */ Type.Unsafe<T.Scale
   },
   required: ["gateway","system","secretRef"],
 });
+/** The value the `ScaleIOPersistentVolumeSource` schema validates: ScaleIOPersistentVolumeSource of k8s.io/api/core/v1. */
 export type ScaleIOPersistentVolumeSource = T.ScaleIOPersistentVolumeSource;
 
 /** Represents a StorageOS persistent volume resource. */
@@ -4895,6 +5071,7 @@ export const StorageOSPersistentVolumeSource = /* @__PURE__ */ Type.Unsafe<T.Sto
     },
   },
 });
+/** The value the `StorageOSPersistentVolumeSource` schema validates: StorageOSPersistentVolumeSource of k8s.io/api/core/v1. */
 export type StorageOSPersistentVolumeSource = T.StorageOSPersistentVolumeSource;
 
 /** VolumeNodeAffinity defines constraints that limit what nodes this volume can be accessed from. */
@@ -4905,6 +5082,7 @@ export const VolumeNodeAffinity = /* @__PURE__ */ Type.Unsafe<T.VolumeNodeAffini
     required: /* @__PURE__ */ described(NodeSelector, "required specifies hard node constraints that must be met."),
   },
 });
+/** The value the `VolumeNodeAffinity` schema validates: VolumeNodeAffinity of k8s.io/api/core/v1. */
 export type VolumeNodeAffinity = T.VolumeNodeAffinity;
 
 /** PersistentVolumeSpec is the specification of a persistent volume. */
@@ -4978,6 +5156,7 @@ export const PersistentVolumeSpec = /* @__PURE__ */ Type.Unsafe<T.PersistentVolu
     vsphereVolume: /* @__PURE__ */ described(VsphereVirtualDiskVolumeSource, "vsphereVolume represents a vSphere volume attached and mounted on kubelets host machine. Deprecated: VsphereVolume is deprecated. All operations for the in-tree vsphereVolume type are redirected to the csi.vsphere.vmware.com CSI driver."),
   },
 });
+/** The value the `PersistentVolumeSpec` schema validates: PersistentVolumeSpec of k8s.io/api/core/v1. */
 export type PersistentVolumeSpec = T.PersistentVolumeSpec;
 
 /** PersistentVolumeStatus is the current status of a persistent volume. */
@@ -5005,6 +5184,7 @@ export const PersistentVolumeStatus = /* @__PURE__ */ Type.Unsafe<T.PersistentVo
     },
   },
 });
+/** The value the `PersistentVolumeStatus` schema validates: PersistentVolumeStatus of k8s.io/api/core/v1. */
 export type PersistentVolumeStatus = T.PersistentVolumeStatus;
 
 /** PersistentVolume (PV) is a storage resource provisioned by an administrator. It is analogous to a node. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes */
@@ -5025,6 +5205,7 @@ export const PersistentVolume = /* @__PURE__ */ Type.Unsafe<T.PersistentVolume>(
     status: /* @__PURE__ */ described(PersistentVolumeStatus, "status represents the current information/status for the persistent volume. Populated by the system. Read-only. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#persistent-volumes"),
   },
 });
+/** The value the `PersistentVolume` schema validates: PersistentVolume of k8s.io/api/core/v1. */
 export type PersistentVolume = T.PersistentVolume;
 
 /** PodCondition contains details for the current condition of this pod. */
@@ -5066,6 +5247,7 @@ export const PodCondition = /* @__PURE__ */ Type.Unsafe<T.PodCondition>({
   },
   required: ["type","status"],
 });
+/** The value the `PodCondition` schema validates: PodCondition of k8s.io/api/core/v1. */
 export type PodCondition = T.PodCondition;
 
 /** PodExtendedResourceClaimStatus is stored in the PodStatus for the extended resource requests backed by DRA. It stores the generated name for the corresponding special ResourceClaim created by the scheduler. */
@@ -5086,6 +5268,7 @@ export const PodExtendedResourceClaimStatus = /* @__PURE__ */ Type.Unsafe<T.PodE
   },
   required: ["requestMappings","resourceClaimName"],
 });
+/** The value the `PodExtendedResourceClaimStatus` schema validates: PodExtendedResourceClaimStatus of k8s.io/api/core/v1. */
 export type PodExtendedResourceClaimStatus = T.PodExtendedResourceClaimStatus;
 
 /** PodIP represents a single IP address allocated to the pod. */
@@ -5100,6 +5283,7 @@ export const PodIP = /* @__PURE__ */ Type.Unsafe<T.PodIP>({
   },
   required: ["ip"],
 });
+/** The value the `PodIP` schema validates: PodIP of k8s.io/api/core/v1. */
 export type PodIP = T.PodIP;
 
 /** PodResourceClaimStatus is stored in the PodStatus for each PodResourceClaim which references a ResourceClaimTemplate. It stores the generated name for the corresponding ResourceClaim. */
@@ -5118,6 +5302,7 @@ export const PodResourceClaimStatus = /* @__PURE__ */ Type.Unsafe<T.PodResourceC
   },
   required: ["name"],
 });
+/** The value the `PodResourceClaimStatus` schema validates: PodResourceClaimStatus of k8s.io/api/core/v1. */
 export type PodResourceClaimStatus = T.PodResourceClaimStatus;
 
 /** PodStatus represents information about the status of a pod. Status may trail the actual state of a system, especially if the node that hosts the pod cannot contact the control plane. */
@@ -5229,6 +5414,7 @@ export const PodStatus = /* @__PURE__ */ Type.Unsafe<T.PodStatus>({
     },
   },
 });
+/** The value the `PodStatus` schema validates: PodStatus of k8s.io/api/core/v1. */
 export type PodStatus = T.PodStatus;
 
 /** Pod is a collection of containers that can run on a host. This resource is created by clients and scheduled onto hosts. */
@@ -5249,6 +5435,7 @@ export const Pod = /* @__PURE__ */ Type.Unsafe<T.Pod>({
     status: /* @__PURE__ */ described(PodStatus, "Most recently observed status of the pod. This data may not be up to date. Populated by the system. Read-only. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status"),
   },
 });
+/** The value the `Pod` schema validates: Pod of k8s.io/api/core/v1. */
 export type Pod = T.Pod;
 
 /** PodTemplate describes a template for creating copies of a predefined pod. */
@@ -5268,6 +5455,7 @@ export const PodTemplate = /* @__PURE__ */ Type.Unsafe<T.PodTemplate>({
     template: /* @__PURE__ */ described(PodTemplateSpec, "Template defines the pods that will be created from this pod template. https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status"),
   },
 });
+/** The value the `PodTemplate` schema validates: PodTemplate of k8s.io/api/core/v1. */
 export type PodTemplate = T.PodTemplate;
 
 /** ReplicationControllerSpec is the specification of a replication controller. */
@@ -5297,6 +5485,7 @@ export const ReplicationControllerSpec = /* @__PURE__ */ Type.Unsafe<T.Replicati
     template: /* @__PURE__ */ described(PodTemplateSpec, "Template is the object that describes the pod that will be created if insufficient replicas are detected. This takes precedence over a TemplateRef. The only allowed template.spec.restartPolicy value is \"Always\". More info: https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller#pod-template"),
   },
 });
+/** The value the `ReplicationControllerSpec` schema validates: ReplicationControllerSpec of k8s.io/api/core/v1. */
 export type ReplicationControllerSpec = T.ReplicationControllerSpec;
 
 /** ReplicationControllerCondition describes the state of a replication controller at a certain point. */
@@ -5328,6 +5517,7 @@ export const ReplicationControllerCondition = /* @__PURE__ */ Type.Unsafe<T.Repl
   },
   required: ["type","status"],
 });
+/** The value the `ReplicationControllerCondition` schema validates: ReplicationControllerCondition of k8s.io/api/core/v1. */
 export type ReplicationControllerCondition = T.ReplicationControllerCondition;
 
 /** ReplicationControllerStatus represents the current status of a replication controller. */
@@ -5370,6 +5560,7 @@ export const ReplicationControllerStatus = /* @__PURE__ */ Type.Unsafe<T.Replica
   },
   required: ["replicas"],
 });
+/** The value the `ReplicationControllerStatus` schema validates: ReplicationControllerStatus of k8s.io/api/core/v1. */
 export type ReplicationControllerStatus = T.ReplicationControllerStatus;
 
 /** ReplicationController represents the configuration of a replication controller. */
@@ -5390,6 +5581,7 @@ export const ReplicationController = /* @__PURE__ */ Type.Unsafe<T.ReplicationCo
     status: /* @__PURE__ */ described(ReplicationControllerStatus, "Status is the most recently observed status of the replication controller. This data may be out of date by some window of time. Populated by the system. Read-only. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status"),
   },
 });
+/** The value the `ReplicationController` schema validates: ReplicationController of k8s.io/api/core/v1. */
 export type ReplicationController = T.ReplicationController;
 
 /** A scoped-resource selector requirement is a selector that contains values, a scope name, and an operator that relates the scope name and values. */
@@ -5418,6 +5610,7 @@ export const ScopedResourceSelectorRequirement = /* @__PURE__ */ Type.Unsafe<T.S
   },
   required: ["scopeName","operator"],
 });
+/** The value the `ScopedResourceSelectorRequirement` schema validates: ScopedResourceSelectorRequirement of k8s.io/api/core/v1. */
 export type ScopedResourceSelectorRequirement = T.ScopedResourceSelectorRequirement;
 
 /** A scope selector represents the AND of the selectors represented by the scoped-resource selector requirements. */
@@ -5434,6 +5627,7 @@ export const ScopeSelector = /* @__PURE__ */ Type.Unsafe<T.ScopeSelector>({
   },
   "x-kubernetes-map-type": "atomic",
 });
+/** The value the `ScopeSelector` schema validates: ScopeSelector of k8s.io/api/core/v1. */
 export type ScopeSelector = T.ScopeSelector;
 
 /** ResourceQuotaSpec defines the desired hard limits to enforce for Quota. */
@@ -5458,6 +5652,7 @@ export const ResourceQuotaSpec = /* @__PURE__ */ Type.Unsafe<T.ResourceQuotaSpec
     },
   },
 });
+/** The value the `ResourceQuotaSpec` schema validates: ResourceQuotaSpec of k8s.io/api/core/v1. */
 export type ResourceQuotaSpec = T.ResourceQuotaSpec;
 
 /** ResourceQuotaStatus defines the enforced hard limits and observed use. */
@@ -5477,6 +5672,7 @@ export const ResourceQuotaStatus = /* @__PURE__ */ Type.Unsafe<T.ResourceQuotaSt
     },
   },
 });
+/** The value the `ResourceQuotaStatus` schema validates: ResourceQuotaStatus of k8s.io/api/core/v1. */
 export type ResourceQuotaStatus = T.ResourceQuotaStatus;
 
 /** ResourceQuota sets aggregate quota restrictions enforced per namespace */
@@ -5497,6 +5693,7 @@ export const ResourceQuota = /* @__PURE__ */ Type.Unsafe<T.ResourceQuota>({
     status: /* @__PURE__ */ described(ResourceQuotaStatus, "Status defines the actual enforced quota and its current usage. https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status"),
   },
 });
+/** The value the `ResourceQuota` schema validates: ResourceQuota of k8s.io/api/core/v1. */
 export type ResourceQuota = T.ResourceQuota;
 
 /** Secret holds secret data of a certain type. The total bytes of the values in the Data field must be less than MaxSecretSize bytes. */
@@ -5538,6 +5735,7 @@ export const Secret = /* @__PURE__ */ Type.Unsafe<T.Secret>({
     },
   },
 });
+/** The value the `Secret` schema validates: Secret of k8s.io/api/core/v1. */
 export type Secret = T.Secret;
 
 /** ServicePort contains information on service's port. */
@@ -5573,6 +5771,7 @@ export const ServicePort = /* @__PURE__ */ Type.Unsafe<T.ServicePort>({
   },
   required: ["port"],
 });
+/** The value the `ServicePort` schema validates: ServicePort of k8s.io/api/core/v1. */
 export type ServicePort = T.ServicePort;
 
 /** SessionAffinityConfig represents the configurations of session affinity. */
@@ -5583,6 +5782,7 @@ export const SessionAffinityConfig = /* @__PURE__ */ Type.Unsafe<T.SessionAffini
     clientIP: /* @__PURE__ */ described(ClientIPConfig, "clientIP contains the configurations of Client IP based session affinity."),
   },
 });
+/** The value the `SessionAffinityConfig` schema validates: SessionAffinityConfig of k8s.io/api/core/v1. */
 export type SessionAffinityConfig = T.SessionAffinityConfig;
 
 /** ServiceSpec describes the attributes that a user creates on a service. */
@@ -5699,6 +5899,7 @@ export const ServiceSpec = /* @__PURE__ */ Type.Unsafe<T.ServiceSpec>({
     },
   },
 });
+/** The value the `ServiceSpec` schema validates: ServiceSpec of k8s.io/api/core/v1. */
 export type ServiceSpec = T.ServiceSpec;
 
 /** ServiceStatus represents the current status of a service. */
@@ -5716,6 +5917,7 @@ export const ServiceStatus = /* @__PURE__ */ Type.Unsafe<T.ServiceStatus>({
     loadBalancer: /* @__PURE__ */ described(LoadBalancerStatus, "LoadBalancer contains the current status of the load-balancer, if one is present."),
   },
 });
+/** The value the `ServiceStatus` schema validates: ServiceStatus of k8s.io/api/core/v1. */
 export type ServiceStatus = T.ServiceStatus;
 
 /** Service is a named abstraction of software service (for example, mysql) consisting of local port (for example 3306) that the proxy listens on, and the selector that determines which pods will answer requests sent through the proxy. */
@@ -5736,6 +5938,7 @@ export const Service = /* @__PURE__ */ Type.Unsafe<T.Service>({
     status: /* @__PURE__ */ described(ServiceStatus, "Most recently observed status of the service. Populated by the system. Read-only. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status"),
   },
 });
+/** The value the `Service` schema validates: Service of k8s.io/api/core/v1. */
 export type Service = T.Service;
 
 /** ServiceAccount binds together: * a name, understood by users, and perhaps by peripheral systems, for an identity * a principal that can be authenticated and authorized * a set of secrets */
@@ -5770,6 +5973,7 @@ export const ServiceAccount = /* @__PURE__ */ Type.Unsafe<T.ServiceAccount>({
     },
   },
 });
+/** The value the `ServiceAccount` schema validates: ServiceAccount of k8s.io/api/core/v1. */
 export type ServiceAccount = T.ServiceAccount;
 
 /** A topology selector requirement is a selector that matches given label. This is an alpha feature and may change in the future. */
@@ -5792,6 +5996,7 @@ export const TopologySelectorLabelRequirement = /* @__PURE__ */ Type.Unsafe<T.To
   },
   required: ["key","values"],
 });
+/** The value the `TopologySelectorLabelRequirement` schema validates: TopologySelectorLabelRequirement of k8s.io/api/core/v1. */
 export type TopologySelectorLabelRequirement = T.TopologySelectorLabelRequirement;
 
 /** A topology selector term represents the result of label queries. A null or empty topology selector term matches no objects. The requirements of them are ANDed. It provides a subset of functionality as NodeSelectorTerm. This is an alpha feature and may change in the future. */
@@ -5808,4 +6013,5 @@ export const TopologySelectorTerm = /* @__PURE__ */ Type.Unsafe<T.TopologySelect
   },
   "x-kubernetes-map-type": "atomic",
 });
+/** The value the `TopologySelectorTerm` schema validates: TopologySelectorTerm of k8s.io/api/core/v1. */
 export type TopologySelectorTerm = T.TopologySelectorTerm;

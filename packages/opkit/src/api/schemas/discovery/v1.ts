@@ -29,6 +29,7 @@ export const EndpointConditions = /* @__PURE__ */ Type.Unsafe<T.EndpointConditio
     },
   },
 });
+/** The value the `EndpointConditions` schema validates: EndpointConditions of k8s.io/api/discovery/v1. */
 export type EndpointConditions = T.EndpointConditions;
 
 /** ForNode provides information about which nodes should consume this endpoint. */
@@ -43,6 +44,7 @@ export const ForNode = /* @__PURE__ */ Type.Unsafe<T.ForNode>({
   },
   required: ["name"],
 });
+/** The value the `ForNode` schema validates: ForNode of k8s.io/api/discovery/v1. */
 export type ForNode = T.ForNode;
 
 /** ForZone provides information about which zones should consume this endpoint. */
@@ -57,6 +59,7 @@ export const ForZone = /* @__PURE__ */ Type.Unsafe<T.ForZone>({
   },
   required: ["name"],
 });
+/** The value the `ForZone` schema validates: ForZone of k8s.io/api/discovery/v1. */
 export type ForZone = T.ForZone;
 
 /** EndpointHints provides hints describing how an endpoint should be consumed. */
@@ -78,6 +81,7 @@ export const EndpointHints = /* @__PURE__ */ Type.Unsafe<T.EndpointHints>({
     },
   },
 });
+/** The value the `EndpointHints` schema validates: EndpointHints of k8s.io/api/discovery/v1. */
 export type EndpointHints = T.EndpointHints;
 
 /** Endpoint represents a single logical "backend" implementing a service. */
@@ -118,6 +122,7 @@ export const Endpoint = /* @__PURE__ */ Type.Unsafe<T.Endpoint>({
   },
   required: ["addresses"],
 });
+/** The value the `Endpoint` schema validates: Endpoint of k8s.io/api/discovery/v1. */
 export type Endpoint = T.Endpoint;
 
 /** EndpointPort represents a Port used by an EndpointSlice */
@@ -146,6 +151,7 @@ export const EndpointPort = /* @__PURE__ */ Type.Unsafe<T.EndpointPort>({
   },
   "x-kubernetes-map-type": "atomic",
 });
+/** The value the `EndpointPort` schema validates: EndpointPort of k8s.io/api/discovery/v1. */
 export type EndpointPort = T.EndpointPort;
 
 /** EndpointSlice represents a set of service endpoints. Most EndpointSlices are created by the EndpointSlice controller to represent the Pods selected by Service objects. For a given service there may be multiple EndpointSlice objects which must be joined to produce the full set of endpoints; you can find all of the slices for a given service by listing EndpointSlices in the service's namespace whose `kubernetes.io/service-name` label contains the service's name. */
@@ -182,4 +188,5 @@ export const EndpointSlice = /* @__PURE__ */ Type.Unsafe<T.EndpointSlice>({
   },
   required: ["addressType"],
 });
+/** The value the `EndpointSlice` schema validates: EndpointSlice of k8s.io/api/discovery/v1. */
 export type EndpointSlice = T.EndpointSlice;

@@ -28,6 +28,7 @@ export const EventSeries = /* @__PURE__ */ Type.Unsafe<T.EventSeries>({
   },
   required: ["count","lastObservedTime"],
 });
+/** The value the `EventSeries` schema validates: EventSeries of k8s.io/api/events/v1. */
 export type EventSeries = T.EventSeries;
 
 /** Event is a report of an event somewhere in the cluster. It generally denotes some state change in the system. Events have a limited retention time and triggers and messages may evolve with time.  Event consumers should not rely on the timing of an event with a given Reason reflecting a consistent underlying trigger, or the continued existence of events with that Reason.  Events should be treated as informative, best-effort, supplemental data. */
@@ -95,4 +96,5 @@ export const Event = /* @__PURE__ */ Type.Unsafe<T.Event>({
   },
   required: ["eventTime"],
 });
+/** The value the `Event` schema validates: Event of k8s.io/api/events/v1. */
 export type Event = T.Event;

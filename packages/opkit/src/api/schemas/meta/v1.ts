@@ -32,6 +32,7 @@ export const LabelSelectorRequirement = /* @__PURE__ */ Type.Unsafe<T.LabelSelec
   },
   required: ["key","operator"],
 });
+/** The value the `LabelSelectorRequirement` schema validates: LabelSelectorRequirement of k8s.io/apimachinery/pkg/apis/meta/v1. */
 export type LabelSelectorRequirement = T.LabelSelectorRequirement;
 
 /** A label selector is a label query over a set of resources. The result of matchLabels and matchExpressions are ANDed. An empty label selector matches all objects. A null label selector matches no objects. */
@@ -55,6 +56,7 @@ export const LabelSelector = /* @__PURE__ */ Type.Unsafe<T.LabelSelector>({
   },
   "x-kubernetes-map-type": "atomic",
 });
+/** The value the `LabelSelector` schema validates: LabelSelector of k8s.io/apimachinery/pkg/apis/meta/v1. */
 export type LabelSelector = T.LabelSelector;
 
 /**
@@ -69,6 +71,7 @@ export const FieldsV1 = /* @__PURE__ */ Type.Unsafe<T.FieldsV1>({
   type: "object",
   "x-kubernetes-preserve-unknown-fields": true,
 });
+/** The value the `FieldsV1` schema validates: FieldsV1 of k8s.io/apimachinery/pkg/apis/meta/v1. */
 export type FieldsV1 = T.FieldsV1;
 
 /** Time is a wrapper around time.Time which supports correct marshaling to YAML and JSON.  Wrappers are provided for many of the factory methods that the time package offers. */
@@ -77,6 +80,7 @@ export const Time = /* @__PURE__ */ Type.Unsafe<T.Time>({
   type: "string",
   format: "date-time",
 });
+/** The value the `Time` schema validates: Time of k8s.io/apimachinery/pkg/apis/meta/v1. */
 export type Time = T.Time;
 
 /** ManagedFieldsEntry is a workflow-id, a FieldSet and the group version of the resource that the fieldset applies to. */
@@ -116,6 +120,7 @@ export const ManagedFieldsEntry = /* @__PURE__ */ Type.Unsafe<T.ManagedFieldsEnt
     },
   },
 });
+/** The value the `ManagedFieldsEntry` schema validates: ManagedFieldsEntry of k8s.io/apimachinery/pkg/apis/meta/v1. */
 export type ManagedFieldsEntry = T.ManagedFieldsEntry;
 
 /** OwnerReference contains enough information to let you identify an owning object. An owning object must be in the same namespace as the dependent, or be cluster-scoped, so there is no namespace field. */
@@ -151,6 +156,7 @@ export const OwnerReference = /* @__PURE__ */ Type.Unsafe<T.OwnerReference>({
   required: ["apiVersion","kind","name","uid"],
   "x-kubernetes-map-type": "atomic",
 });
+/** The value the `OwnerReference` schema validates: OwnerReference of k8s.io/apimachinery/pkg/apis/meta/v1. */
 export type OwnerReference = T.OwnerReference;
 
 /** ObjectMeta is metadata that all persisted resources must have, which includes all objects users must create. */
@@ -239,6 +245,7 @@ export const ObjectMeta = /* @__PURE__ */ Type.Unsafe<T.ObjectMeta>({
     },
   },
 });
+/** The value the `ObjectMeta` schema validates: ObjectMeta of k8s.io/apimachinery/pkg/apis/meta/v1. */
 export type ObjectMeta = T.ObjectMeta;
 
 /** Condition contains details for one aspect of the current state of this API Resource. */
@@ -275,6 +282,7 @@ export const Condition = /* @__PURE__ */ Type.Unsafe<T.Condition>({
   },
   required: ["type","status","lastTransitionTime","reason","message"],
 });
+/** The value the `Condition` schema validates: Condition of k8s.io/apimachinery/pkg/apis/meta/v1. */
 export type Condition = T.Condition;
 
 /**
@@ -322,10 +330,12 @@ export const RawExtension = /* @__PURE__ */ Type.Unsafe<T.RawExtension>({
   type: "object",
   "x-kubernetes-preserve-unknown-fields": true,
 });
+/** The value the `RawExtension` schema validates: RawExtension of k8s.io/apimachinery/pkg/apis/meta/v1. */
 export type RawExtension = T.RawExtension;
 
 /** IntOrString is a type that can hold an int32 or a string.  When used in JSON or YAML marshalling and unmarshalling, it produces or consumes the inner type.  This allows you to have, for example, a JSON field that can accept a name or number. */
 export const IntOrString = /* @__PURE__ */ intOrString({ description: "IntOrString is a type that can hold an int32 or a string.  When used in JSON or YAML marshalling and unmarshalling, it produces or consumes the inner type.  This allows you to have, for example, a JSON field that can accept a name or number." });
+/** The value the `IntOrString` schema validates: IntOrString of k8s.io/apimachinery/pkg/apis/meta/v1. */
 export type IntOrString = T.IntOrString;
 
 /**
@@ -368,6 +378,7 @@ export type IntOrString = T.IntOrString;
  * This format is intended to make it difficult to use these numbers without writing some sort of special handling code in the hopes that that will cause implementors to also use a fixed point implementation.
  */
 export const Quantity = /* @__PURE__ */ quantity({ description: "Quantity is a fixed-point representation of a number. It provides convenient marshaling/unmarshaling in JSON and YAML, in addition to String() and AsInt64() accessors.\n\nThe serialization format is:\n\n``` <quantity>        ::= <signedNumber><suffix>\n\n\t(Note that <suffix> may be empty, from the \"\" case in <decimalSI>.)\n\n<digit>           ::= 0 | 1 | ... | 9 <digits>          ::= <digit> | <digit><digits> <number>          ::= <digits> | <digits>.<digits> | <digits>. | .<digits> <sign>            ::= \"+\" | \"-\" <signedNumber>    ::= <number> | <sign><number> <suffix>          ::= <binarySI> | <decimalExponent> | <decimalSI> <binarySI>        ::= Ki | Mi | Gi | Ti | Pi | Ei\n\n\t(International System of units; See: http://physics.nist.gov/cuu/Units/binary.html)\n\n<decimalSI>       ::= m | \"\" | k | M | G | T | P | E\n\n\t(Note that 1024 = 1Ki but 1000 = 1k; I didn't choose the capitalization.)\n\n<decimalExponent> ::= \"e\" <signedNumber> | \"E\" <signedNumber> ```\n\nNo matter which of the three exponent forms is used, no quantity may represent a number greater than 2^63-1 in magnitude, nor may it have more than 3 decimal places. Numbers larger or more precise will be capped or rounded up. (E.g.: 0.1m will rounded up to 1m.) This may be extended in the future if we require larger or smaller quantities.\n\nWhen a Quantity is parsed from a string, it will remember the type of suffix it had, and will use the same type again when it is serialized.\n\nBefore serializing, Quantity will be put in \"canonical form\". This means that Exponent/suffix will be adjusted up or down (with a corresponding increase or decrease in Mantissa) such that:\n\n- No precision is lost - No fractional digits will be emitted - The exponent (or suffix) is as large as possible.\n\nThe sign will be omitted unless the number is negative.\n\nExamples:\n\n- 1.5 will be serialized as \"1500m\" - 1.5Gi will be serialized as \"1536Mi\"\n\nNote that the quantity will NEVER be internally represented by a floating point number. That is the whole point of this exercise.\n\nNon-canonical values will still parse as long as they are well formed, but will be re-emitted in their canonical form. (So always use canonical form, or don't diff.)\n\nThis format is intended to make it difficult to use these numbers without writing some sort of special handling code in the hopes that that will cause implementors to also use a fixed point implementation." });
+/** The value the `Quantity` schema validates: Quantity of k8s.io/apimachinery/pkg/apis/meta/v1. */
 export type Quantity = T.Quantity;
 
 /** MicroTime is version of Time with microsecond level precision. */
@@ -376,6 +387,7 @@ export const MicroTime = /* @__PURE__ */ Type.Unsafe<T.MicroTime>({
   type: "string",
   format: "date-time",
 });
+/** The value the `MicroTime` schema validates: MicroTime of k8s.io/apimachinery/pkg/apis/meta/v1. */
 export type MicroTime = T.MicroTime;
 
 /** Preconditions must be fulfilled before an operation (update, delete, etc.) is carried out. */
@@ -393,6 +405,7 @@ export const Preconditions = /* @__PURE__ */ Type.Unsafe<T.Preconditions>({
     },
   },
 });
+/** The value the `Preconditions` schema validates: Preconditions of k8s.io/apimachinery/pkg/apis/meta/v1. */
 export type Preconditions = T.Preconditions;
 
 /** DeleteOptions may be provided when deleting an API object. */
@@ -436,6 +449,7 @@ export const DeleteOptions = /* @__PURE__ */ Type.Unsafe<T.DeleteOptions>({
     },
   },
 });
+/** The value the `DeleteOptions` schema validates: DeleteOptions of k8s.io/apimachinery/pkg/apis/meta/v1. */
 export type DeleteOptions = T.DeleteOptions;
 
 /** APIResource specifies the name of a resource and whether it is namespaced. */
@@ -497,6 +511,7 @@ export const APIResource = /* @__PURE__ */ Type.Unsafe<T.APIResource>({
   },
   required: ["name","singularName","namespaced","kind","verbs"],
 });
+/** The value the `APIResource` schema validates: APIResource of k8s.io/apimachinery/pkg/apis/meta/v1. */
 export type APIResource = T.APIResource;
 
 /** APIResourceList is a list of APIResource, it is used to expose the name of the resources supported in a specific group and version, and if the resource is namespaced. */
@@ -525,6 +540,7 @@ export const APIResourceList = /* @__PURE__ */ Type.Unsafe<T.APIResourceList>({
   },
   required: ["groupVersion","resources"],
 });
+/** The value the `APIResourceList` schema validates: APIResourceList of k8s.io/apimachinery/pkg/apis/meta/v1. */
 export type APIResourceList = T.APIResourceList;
 
 /** ShardInfo describes the shard selector that was applied to produce a list response. Its presence on a list response indicates the list is a filtered subset. */
@@ -539,6 +555,7 @@ export const ShardInfo = /* @__PURE__ */ Type.Unsafe<T.ShardInfo>({
   },
   required: ["selector"],
 });
+/** The value the `ShardInfo` schema validates: ShardInfo of k8s.io/apimachinery/pkg/apis/meta/v1. */
 export type ShardInfo = T.ShardInfo;
 
 /** ListMeta describes metadata that synthetic resources must have, including lists and various status objects. A resource may have only one of {ObjectMeta, ListMeta}. */
@@ -566,6 +583,7 @@ export const ListMeta = /* @__PURE__ */ Type.Unsafe<T.ListMeta>({
     shardInfo: /* @__PURE__ */ described(ShardInfo, "shardInfo is set when the list is a filtered subset of the full collection, as selected by a shard selector on the request. It echoes back the selector so clients can verify which shard they received and merge sharded responses. Clients should not cache sharded list responses as a full representation of the collection.\n\nThis is an alpha field and requires enabling the ShardedListAndWatch feature gate."),
   },
 });
+/** The value the `ListMeta` schema validates: ListMeta of k8s.io/apimachinery/pkg/apis/meta/v1. */
 export type ListMeta = T.ListMeta;
 
 /** Patch is provided to give a concrete name and type to the Kubernetes PATCH request body. */
@@ -574,6 +592,7 @@ export const Patch = /* @__PURE__ */ Type.Unsafe<T.Patch>({
   type: "object",
   "x-kubernetes-preserve-unknown-fields": true,
 });
+/** The value the `Patch` schema validates: Patch of k8s.io/apimachinery/pkg/apis/meta/v1. */
 export type Patch = T.Patch;
 
 /** StatusCause provides more information about an api.Status failure, including cases when multiple errors are encountered. */
@@ -595,6 +614,7 @@ export const StatusCause = /* @__PURE__ */ Type.Unsafe<T.StatusCause>({
     },
   },
 });
+/** The value the `StatusCause` schema validates: StatusCause of k8s.io/apimachinery/pkg/apis/meta/v1. */
 export type StatusCause = T.StatusCause;
 
 /** StatusDetails is a set of additional properties that MAY be set by the server to provide additional information about a response. The Reason field of a Status object defines what attributes will be set. Clients must ignore fields that do not match the defined type of each attribute, and should assume that any attribute may be empty, invalid, or under defined. */
@@ -631,6 +651,7 @@ export const StatusDetails = /* @__PURE__ */ Type.Unsafe<T.StatusDetails>({
     },
   },
 });
+/** The value the `StatusDetails` schema validates: StatusDetails of k8s.io/apimachinery/pkg/apis/meta/v1. */
 export type StatusDetails = T.StatusDetails;
 
 /** Status is a return value for calls that don't return other objects. */
@@ -667,6 +688,7 @@ export const Status = /* @__PURE__ */ Type.Unsafe<T.Status>({
     },
   },
 });
+/** The value the `Status` schema validates: Status of k8s.io/apimachinery/pkg/apis/meta/v1. */
 export type Status = T.Status;
 
 /** Event represents a single event to a watched resource. */
@@ -685,4 +707,5 @@ export const WatchEvent = /* @__PURE__ */ Type.Unsafe<T.WatchEvent>({
   },
   required: ["type","object"],
 });
+/** The value the `WatchEvent` schema validates: WatchEvent of k8s.io/apimachinery/pkg/apis/meta/v1. */
 export type WatchEvent = T.WatchEvent;

@@ -27,6 +27,7 @@ export const ServiceBackendPort = /* @__PURE__ */ Type.Unsafe<T.ServiceBackendPo
   },
   "x-kubernetes-map-type": "atomic",
 });
+/** The value the `ServiceBackendPort` schema validates: ServiceBackendPort of k8s.io/api/networking/v1. */
 export type ServiceBackendPort = T.ServiceBackendPort;
 
 /** IngressServiceBackend references a Kubernetes Service as a Backend. */
@@ -42,6 +43,7 @@ export const IngressServiceBackend = /* @__PURE__ */ Type.Unsafe<T.IngressServic
   },
   required: ["name"],
 });
+/** The value the `IngressServiceBackend` schema validates: IngressServiceBackend of k8s.io/api/networking/v1. */
 export type IngressServiceBackend = T.IngressServiceBackend;
 
 /** IngressBackend describes all endpoints for a given service and port. */
@@ -53,6 +55,7 @@ export const IngressBackend = /* @__PURE__ */ Type.Unsafe<T.IngressBackend>({
     service: /* @__PURE__ */ described(IngressServiceBackend, "service references a service as a backend. This is a mutually exclusive setting with \"Resource\"."),
   },
 });
+/** The value the `IngressBackend` schema validates: IngressBackend of k8s.io/api/networking/v1. */
 export type IngressBackend = T.IngressBackend;
 
 /** HTTPIngressPath associates a path with a backend. Incoming urls matching the path are forwarded to the backend. */
@@ -73,6 +76,7 @@ export const HTTPIngressPath = /* @__PURE__ */ Type.Unsafe<T.HTTPIngressPath>({
   },
   required: ["pathType","backend"],
 });
+/** The value the `HTTPIngressPath` schema validates: HTTPIngressPath of k8s.io/api/networking/v1. */
 export type HTTPIngressPath = T.HTTPIngressPath;
 
 /** HTTPIngressRuleValue is a list of http selectors pointing to backends. In the example: http://<host>/<path>?<searchpart> -> backend where where parts of the url correspond to RFC 3986, this resource will be used to match against everything after the last '/' and before the first '?' or '#'. */
@@ -89,6 +93,7 @@ export const HTTPIngressRuleValue = /* @__PURE__ */ Type.Unsafe<T.HTTPIngressRul
   },
   required: ["paths"],
 });
+/** The value the `HTTPIngressRuleValue` schema validates: HTTPIngressRuleValue of k8s.io/api/networking/v1. */
 export type HTTPIngressRuleValue = T.HTTPIngressRuleValue;
 
 /** ParentReference describes a reference to a parent object. */
@@ -115,6 +120,7 @@ export const ParentReference = /* @__PURE__ */ Type.Unsafe<T.ParentReference>({
   },
   required: ["resource","name"],
 });
+/** The value the `ParentReference` schema validates: ParentReference of k8s.io/api/networking/v1. */
 export type ParentReference = T.ParentReference;
 
 /** IPAddressSpec describe the attributes in an IP Address. */
@@ -126,6 +132,7 @@ export const IPAddressSpec = /* @__PURE__ */ Type.Unsafe<T.IPAddressSpec>({
   },
   required: ["parentRef"],
 });
+/** The value the `IPAddressSpec` schema validates: IPAddressSpec of k8s.io/api/networking/v1. */
 export type IPAddressSpec = T.IPAddressSpec;
 
 /** IPAddress represents a single IP of a single IP Family. The object is designed to be used by APIs that operate on IP addresses. The object is used by the Service core API for allocation of IP addresses. An IP address can be represented in different formats, to guarantee the uniqueness of the IP, the name of the object is the IP address in canonical format, four decimal digits separated by dots suppressing leading zeros for IPv4 and the representation defined by RFC 5952 for IPv6. Valid: 192.168.1.5 or 2001:db8::1 or 2001:db8:aaaa:bbbb:cccc:dddd:eeee:1 Invalid: 10.01.2.3 or 2001:db8:0:0:0::1 */
@@ -146,6 +153,7 @@ export const IPAddress = /* @__PURE__ */ Type.Unsafe<T.IPAddress>({
   },
   required: ["spec"],
 });
+/** The value the `IPAddress` schema validates: IPAddress of k8s.io/api/networking/v1. */
 export type IPAddress = T.IPAddress;
 
 /** IPBlock describes a particular CIDR (Ex. "192.168.1.0/24","2001:db8::/64") that is allowed to the pods matched by a NetworkPolicySpec's podSelector. The except entry describes CIDRs that should not be included within this rule. */
@@ -168,6 +176,7 @@ export const IPBlock = /* @__PURE__ */ Type.Unsafe<T.IPBlock>({
   },
   required: ["cidr"],
 });
+/** The value the `IPBlock` schema validates: IPBlock of k8s.io/api/networking/v1. */
 export type IPBlock = T.IPBlock;
 
 /** IngressRule represents the rules mapping the paths under a specified host to the related backend services. Incoming requests are first evaluated for a host match, then routed to the backend associated with the matching IngressRuleValue. */
@@ -182,6 +191,7 @@ export const IngressRule = /* @__PURE__ */ Type.Unsafe<T.IngressRule>({
     http: HTTPIngressRuleValue,
   },
 });
+/** The value the `IngressRule` schema validates: IngressRule of k8s.io/api/networking/v1. */
 export type IngressRule = T.IngressRule;
 
 /** IngressTLS describes the transport layer security associated with an ingress. */
@@ -203,6 +213,7 @@ export const IngressTLS = /* @__PURE__ */ Type.Unsafe<T.IngressTLS>({
     },
   },
 });
+/** The value the `IngressTLS` schema validates: IngressTLS of k8s.io/api/networking/v1. */
 export type IngressTLS = T.IngressTLS;
 
 /** IngressSpec describes the Ingress the user wishes to exist. */
@@ -229,6 +240,7 @@ export const IngressSpec = /* @__PURE__ */ Type.Unsafe<T.IngressSpec>({
     },
   },
 });
+/** The value the `IngressSpec` schema validates: IngressSpec of k8s.io/api/networking/v1. */
 export type IngressSpec = T.IngressSpec;
 
 /** IngressPortStatus represents the error condition of a service port */
@@ -253,6 +265,7 @@ export const IngressPortStatus = /* @__PURE__ */ Type.Unsafe<T.IngressPortStatus
   },
   required: ["port","protocol"],
 });
+/** The value the `IngressPortStatus` schema validates: IngressPortStatus of k8s.io/api/networking/v1. */
 export type IngressPortStatus = T.IngressPortStatus;
 
 /** IngressLoadBalancerIngress represents the status of a load-balancer ingress point. */
@@ -276,6 +289,7 @@ export const IngressLoadBalancerIngress = /* @__PURE__ */ Type.Unsafe<T.IngressL
     },
   },
 });
+/** The value the `IngressLoadBalancerIngress` schema validates: IngressLoadBalancerIngress of k8s.io/api/networking/v1. */
 export type IngressLoadBalancerIngress = T.IngressLoadBalancerIngress;
 
 /** IngressLoadBalancerStatus represents the status of a load-balancer. */
@@ -291,6 +305,7 @@ export const IngressLoadBalancerStatus = /* @__PURE__ */ Type.Unsafe<T.IngressLo
     },
   },
 });
+/** The value the `IngressLoadBalancerStatus` schema validates: IngressLoadBalancerStatus of k8s.io/api/networking/v1. */
 export type IngressLoadBalancerStatus = T.IngressLoadBalancerStatus;
 
 /** IngressStatus describe the current state of the Ingress. */
@@ -301,6 +316,7 @@ export const IngressStatus = /* @__PURE__ */ Type.Unsafe<T.IngressStatus>({
     loadBalancer: /* @__PURE__ */ described(IngressLoadBalancerStatus, "loadBalancer contains the current status of the load-balancer."),
   },
 });
+/** The value the `IngressStatus` schema validates: IngressStatus of k8s.io/api/networking/v1. */
 export type IngressStatus = T.IngressStatus;
 
 /** Ingress is a collection of rules that allow inbound connections to reach the endpoints defined by a backend. An Ingress can be configured to give services externally-reachable urls, load balance traffic, terminate SSL, offer name based virtual hosting etc. */
@@ -321,6 +337,7 @@ export const Ingress = /* @__PURE__ */ Type.Unsafe<T.Ingress>({
     status: /* @__PURE__ */ described(IngressStatus, "status is the current state of the Ingress. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status"),
   },
 });
+/** The value the `Ingress` schema validates: Ingress of k8s.io/api/networking/v1. */
 export type Ingress = T.Ingress;
 
 /** IngressClassParametersReference identifies an API object. This can be used to specify a cluster or namespace-scoped resource. */
@@ -351,6 +368,7 @@ export const IngressClassParametersReference = /* @__PURE__ */ Type.Unsafe<T.Ing
   },
   required: ["kind","name"],
 });
+/** The value the `IngressClassParametersReference` schema validates: IngressClassParametersReference of k8s.io/api/networking/v1. */
 export type IngressClassParametersReference = T.IngressClassParametersReference;
 
 /** IngressClassSpec provides information about the class of an Ingress. */
@@ -365,6 +383,7 @@ export const IngressClassSpec = /* @__PURE__ */ Type.Unsafe<T.IngressClassSpec>(
     parameters: /* @__PURE__ */ described(IngressClassParametersReference, "parameters is a link to a custom resource containing additional configuration for the controller. This is optional if the controller does not require extra parameters."),
   },
 });
+/** The value the `IngressClassSpec` schema validates: IngressClassSpec of k8s.io/api/networking/v1. */
 export type IngressClassSpec = T.IngressClassSpec;
 
 /** IngressClass represents the class of the Ingress, referenced by the Ingress Spec. The `ingressclass.kubernetes.io/is-default-class` annotation can be used to indicate that an IngressClass should be considered default. When a single IngressClass resource has this annotation set to true, new Ingress resources without a class specified will be assigned this default class. */
@@ -384,6 +403,7 @@ export const IngressClass = /* @__PURE__ */ Type.Unsafe<T.IngressClass>({
     spec: /* @__PURE__ */ described(IngressClassSpec, "spec is the desired state of the IngressClass. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status"),
   },
 });
+/** The value the `IngressClass` schema validates: IngressClass of k8s.io/api/networking/v1. */
 export type IngressClass = T.IngressClass;
 
 /** NetworkPolicyPeer describes a peer to allow traffic to/from. Only certain combinations of fields are allowed */
@@ -396,6 +416,7 @@ export const NetworkPolicyPeer = /* @__PURE__ */ Type.Unsafe<T.NetworkPolicyPeer
     podSelector: /* @__PURE__ */ described(metav1.LabelSelector, "podSelector is a label selector which selects pods. This field follows standard label selector semantics; if present but empty, it selects all pods.\n\nIf namespaceSelector is also set, then the NetworkPolicyPeer as a whole selects the pods matching podSelector in the Namespaces selected by NamespaceSelector. Otherwise it selects the pods matching podSelector in the policy's own namespace."),
   },
 });
+/** The value the `NetworkPolicyPeer` schema validates: NetworkPolicyPeer of k8s.io/api/networking/v1. */
 export type NetworkPolicyPeer = T.NetworkPolicyPeer;
 
 /** NetworkPolicyPort describes a port to allow traffic on */
@@ -416,6 +437,7 @@ export const NetworkPolicyPort = /* @__PURE__ */ Type.Unsafe<T.NetworkPolicyPort
     },
   },
 });
+/** The value the `NetworkPolicyPort` schema validates: NetworkPolicyPort of k8s.io/api/networking/v1. */
 export type NetworkPolicyPort = T.NetworkPolicyPort;
 
 /** NetworkPolicyEgressRule describes a particular set of traffic that is allowed out of pods matched by a NetworkPolicySpec's podSelector. The traffic must match both ports and to. This type is beta-level in 1.8 */
@@ -437,6 +459,7 @@ export const NetworkPolicyEgressRule = /* @__PURE__ */ Type.Unsafe<T.NetworkPoli
     },
   },
 });
+/** The value the `NetworkPolicyEgressRule` schema validates: NetworkPolicyEgressRule of k8s.io/api/networking/v1. */
 export type NetworkPolicyEgressRule = T.NetworkPolicyEgressRule;
 
 /** NetworkPolicyIngressRule describes a particular set of traffic that is allowed to the pods matched by a NetworkPolicySpec's podSelector. The traffic must match both ports and from. */
@@ -458,6 +481,7 @@ export const NetworkPolicyIngressRule = /* @__PURE__ */ Type.Unsafe<T.NetworkPol
     },
   },
 });
+/** The value the `NetworkPolicyIngressRule` schema validates: NetworkPolicyIngressRule of k8s.io/api/networking/v1. */
 export type NetworkPolicyIngressRule = T.NetworkPolicyIngressRule;
 
 /** NetworkPolicySpec provides the specification of a NetworkPolicy */
@@ -489,6 +513,7 @@ export const NetworkPolicySpec = /* @__PURE__ */ Type.Unsafe<T.NetworkPolicySpec
     },
   },
 });
+/** The value the `NetworkPolicySpec` schema validates: NetworkPolicySpec of k8s.io/api/networking/v1. */
 export type NetworkPolicySpec = T.NetworkPolicySpec;
 
 /** NetworkPolicy describes what network traffic is allowed for a set of Pods */
@@ -508,6 +533,7 @@ export const NetworkPolicy = /* @__PURE__ */ Type.Unsafe<T.NetworkPolicy>({
     spec: /* @__PURE__ */ described(NetworkPolicySpec, "spec represents the specification of the desired behavior for this NetworkPolicy."),
   },
 });
+/** The value the `NetworkPolicy` schema validates: NetworkPolicy of k8s.io/api/networking/v1. */
 export type NetworkPolicy = T.NetworkPolicy;
 
 /** ServiceCIDRSpec define the CIDRs the user wants to use for allocating ClusterIPs for Services. */
@@ -525,6 +551,7 @@ export const ServiceCIDRSpec = /* @__PURE__ */ Type.Unsafe<T.ServiceCIDRSpec>({
     },
   },
 });
+/** The value the `ServiceCIDRSpec` schema validates: ServiceCIDRSpec of k8s.io/api/networking/v1. */
 export type ServiceCIDRSpec = T.ServiceCIDRSpec;
 
 /** ServiceCIDRStatus describes the current state of the ServiceCIDR. */
@@ -541,6 +568,7 @@ export const ServiceCIDRStatus = /* @__PURE__ */ Type.Unsafe<T.ServiceCIDRStatus
     },
   },
 });
+/** The value the `ServiceCIDRStatus` schema validates: ServiceCIDRStatus of k8s.io/api/networking/v1. */
 export type ServiceCIDRStatus = T.ServiceCIDRStatus;
 
 /** ServiceCIDR defines a range of IP addresses using CIDR format (e.g. 192.168.0.0/24 or 2001:db2::/64). This range is used to allocate ClusterIPs to Service objects. */
@@ -561,4 +589,5 @@ export const ServiceCIDR = /* @__PURE__ */ Type.Unsafe<T.ServiceCIDR>({
     status: /* @__PURE__ */ described(ServiceCIDRStatus, "status represents the current state of the ServiceCIDR. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status"),
   },
 });
+/** The value the `ServiceCIDR` schema validates: ServiceCIDR of k8s.io/api/networking/v1. */
 export type ServiceCIDR = T.ServiceCIDR;

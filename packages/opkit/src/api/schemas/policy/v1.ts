@@ -26,6 +26,7 @@ export const Eviction = /* @__PURE__ */ Type.Unsafe<T.Eviction>({
     metadata: /* @__PURE__ */ described(metav1.ObjectMeta, "ObjectMeta describes the pod that is being evicted."),
   },
 });
+/** The value the `Eviction` schema validates: Eviction of k8s.io/api/policy/v1. */
 export type Eviction = T.Eviction;
 
 /** PodDisruptionBudgetSpec is a description of a PodDisruptionBudget. */
@@ -43,6 +44,7 @@ export const PodDisruptionBudgetSpec = /* @__PURE__ */ Type.Unsafe<T.PodDisrupti
     },
   },
 });
+/** The value the `PodDisruptionBudgetSpec` schema validates: PodDisruptionBudgetSpec of k8s.io/api/policy/v1. */
 export type PodDisruptionBudgetSpec = T.PodDisruptionBudgetSpec;
 
 /** PodDisruptionBudgetStatus represents information about the status of a PodDisruptionBudget. Status may trail the actual state of a system. */
@@ -92,6 +94,7 @@ export const PodDisruptionBudgetStatus = /* @__PURE__ */ Type.Unsafe<T.PodDisrup
     },
   },
 });
+/** The value the `PodDisruptionBudgetStatus` schema validates: PodDisruptionBudgetStatus of k8s.io/api/policy/v1. */
 export type PodDisruptionBudgetStatus = T.PodDisruptionBudgetStatus;
 
 /** PodDisruptionBudget is an object to define the max disruption that can be caused to a collection of pods */
@@ -112,4 +115,5 @@ export const PodDisruptionBudget = /* @__PURE__ */ Type.Unsafe<T.PodDisruptionBu
     status: /* @__PURE__ */ described(PodDisruptionBudgetStatus, "Most recently observed status of the PodDisruptionBudget."),
   },
 });
+/** The value the `PodDisruptionBudget` schema validates: PodDisruptionBudget of k8s.io/api/policy/v1. */
 export type PodDisruptionBudget = T.PodDisruptionBudget;

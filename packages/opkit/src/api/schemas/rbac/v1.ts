@@ -22,6 +22,7 @@ export const AggregationRule = /* @__PURE__ */ Type.Unsafe<T.AggregationRule>({
     },
   },
 });
+/** The value the `AggregationRule` schema validates: AggregationRule of k8s.io/api/rbac/v1. */
 export type AggregationRule = T.AggregationRule;
 
 /** PolicyRule holds information that describes a policy rule, but does not contain information about who the rule applies to or which namespace the rule applies to. */
@@ -72,6 +73,7 @@ export const PolicyRule = /* @__PURE__ */ Type.Unsafe<T.PolicyRule>({
   },
   required: ["verbs"],
 });
+/** The value the `PolicyRule` schema validates: PolicyRule of k8s.io/api/rbac/v1. */
 export type PolicyRule = T.PolicyRule;
 
 /** ClusterRole is a cluster level, logical grouping of PolicyRules that can be referenced as a unit by a RoleBinding or ClusterRoleBinding. */
@@ -97,6 +99,7 @@ export const ClusterRole = /* @__PURE__ */ Type.Unsafe<T.ClusterRole>({
     },
   },
 });
+/** The value the `ClusterRole` schema validates: ClusterRole of k8s.io/api/rbac/v1. */
 export type ClusterRole = T.ClusterRole;
 
 /** RoleRef contains information that points to the role being used */
@@ -120,6 +123,7 @@ export const RoleRef = /* @__PURE__ */ Type.Unsafe<T.RoleRef>({
   required: ["kind","name"],
   "x-kubernetes-map-type": "atomic",
 });
+/** The value the `RoleRef` schema validates: RoleRef of k8s.io/api/rbac/v1. */
 export type RoleRef = T.RoleRef;
 
 /** Subject contains a reference to the object or user identities a role binding applies to.  This can either hold a direct API object reference, or a value for non-objects such as user and group names. */
@@ -147,6 +151,7 @@ export const Subject = /* @__PURE__ */ Type.Unsafe<T.Subject>({
   required: ["kind","name"],
   "x-kubernetes-map-type": "atomic",
 });
+/** The value the `Subject` schema validates: Subject of k8s.io/api/rbac/v1. */
 export type Subject = T.Subject;
 
 /** ClusterRoleBinding references a ClusterRole, but not contain it.  It can reference a ClusterRole in the global namespace, and adds who information via Subject. */
@@ -173,6 +178,7 @@ export const ClusterRoleBinding = /* @__PURE__ */ Type.Unsafe<T.ClusterRoleBindi
   },
   required: ["roleRef"],
 });
+/** The value the `ClusterRoleBinding` schema validates: ClusterRoleBinding of k8s.io/api/rbac/v1. */
 export type ClusterRoleBinding = T.ClusterRoleBinding;
 
 /** Role is a namespaced, logical grouping of PolicyRules that can be referenced as a unit by a RoleBinding. */
@@ -197,6 +203,7 @@ export const Role = /* @__PURE__ */ Type.Unsafe<T.Role>({
     },
   },
 });
+/** The value the `Role` schema validates: Role of k8s.io/api/rbac/v1. */
 export type Role = T.Role;
 
 /** RoleBinding references a role, but does not contain it.  It can reference a Role in the same namespace or a ClusterRole in the global namespace. It adds who information via Subjects and namespace information by which namespace it exists in.  RoleBindings in a given namespace only have effect in that namespace. */
@@ -223,4 +230,5 @@ export const RoleBinding = /* @__PURE__ */ Type.Unsafe<T.RoleBinding>({
   },
   required: ["roleRef"],
 });
+/** The value the `RoleBinding` schema validates: RoleBinding of k8s.io/api/rbac/v1. */
 export type RoleBinding = T.RoleBinding;

@@ -43,4 +43,5 @@ export const PriorityClass = /* @__PURE__ */ Type.Unsafe<T.PriorityClass>({
     },
   },
 });
+/** The value the `PriorityClass` schema validates: PriorityClass of k8s.io/api/scheduling/v1. */
 export type PriorityClass = T.PriorityClass;

@@ -27,6 +27,7 @@ export const TokenRequest = /* @__PURE__ */ Type.Unsafe<T.TokenRequest>({
   },
   required: ["audience"],
 });
+/** The value the `TokenRequest` schema validates: TokenRequest of k8s.io/api/storage/v1. */
 export type TokenRequest = T.TokenRequest;
 
 /** CSIDriverSpec is the specification of a CSIDriver. */
@@ -87,6 +88,7 @@ export const CSIDriverSpec = /* @__PURE__ */ Type.Unsafe<T.CSIDriverSpec>({
     },
   },
 });
+/** The value the `CSIDriverSpec` schema validates: CSIDriverSpec of k8s.io/api/storage/v1. */
 export type CSIDriverSpec = T.CSIDriverSpec;
 
 /** CSIDriver captures information about a Container Storage Interface (CSI) volume driver deployed on the cluster. Kubernetes attach detach controller uses this object to determine whether attach is required. Kubelet uses this object to determine whether pod information needs to be passed on mount. CSIDriver objects are non-namespaced. */
@@ -107,6 +109,7 @@ export const CSIDriver = /* @__PURE__ */ Type.Unsafe<T.CSIDriver>({
   },
   required: ["spec"],
 });
+/** The value the `CSIDriver` schema validates: CSIDriver of k8s.io/api/storage/v1. */
 export type CSIDriver = T.CSIDriver;
 
 /** VolumeNodeResources is a set of resource limits for scheduling of volumes. */
@@ -121,6 +124,7 @@ export const VolumeNodeResources = /* @__PURE__ */ Type.Unsafe<T.VolumeNodeResou
     },
   },
 });
+/** The value the `VolumeNodeResources` schema validates: VolumeNodeResources of k8s.io/api/storage/v1. */
 export type VolumeNodeResources = T.VolumeNodeResources;
 
 /** CSINodeDriver holds information about the specification of one CSI driver installed on a node */
@@ -148,6 +152,7 @@ export const CSINodeDriver = /* @__PURE__ */ Type.Unsafe<T.CSINodeDriver>({
   },
   required: ["name","nodeID"],
 });
+/** The value the `CSINodeDriver` schema validates: CSINodeDriver of k8s.io/api/storage/v1. */
 export type CSINodeDriver = T.CSINodeDriver;
 
 /** CSINodeSpec holds information about the specification of all CSI drivers installed on a node */
@@ -165,6 +170,7 @@ export const CSINodeSpec = /* @__PURE__ */ Type.Unsafe<T.CSINodeSpec>({
   },
   required: ["drivers"],
 });
+/** The value the `CSINodeSpec` schema validates: CSINodeSpec of k8s.io/api/storage/v1. */
 export type CSINodeSpec = T.CSINodeSpec;
 
 /** CSINode holds information about all CSI drivers installed on a node. CSI drivers do not need to create the CSINode object directly. As long as they use the node-driver-registrar sidecar container, the kubelet will automatically populate the CSINode object for the CSI driver as part of kubelet plugin registration. CSINode has the same name as a node. If the object is missing, it means either there are no CSI Drivers available on the node, or the Kubelet version is low enough that it doesn't create this object. CSINode has an OwnerReference that points to the corresponding node object. */
@@ -185,6 +191,7 @@ export const CSINode = /* @__PURE__ */ Type.Unsafe<T.CSINode>({
   },
   required: ["spec"],
 });
+/** The value the `CSINode` schema validates: CSINode of k8s.io/api/storage/v1. */
 export type CSINode = T.CSINode;
 
 /**
@@ -221,6 +228,7 @@ export const CSIStorageCapacity = /* @__PURE__ */ Type.Unsafe<T.CSIStorageCapaci
   },
   required: ["storageClassName"],
 });
+/** The value the `CSIStorageCapacity` schema validates: CSIStorageCapacity of k8s.io/api/storage/v1. */
 export type CSIStorageCapacity = T.CSIStorageCapacity;
 
 /**
@@ -283,6 +291,7 @@ export const StorageClass = /* @__PURE__ */ Type.Unsafe<T.StorageClass>({
   },
   required: ["provisioner"],
 });
+/** The value the `StorageClass` schema validates: StorageClass of k8s.io/api/storage/v1. */
 export type StorageClass = T.StorageClass;
 
 /** VolumeAttachmentSource represents a volume that should be attached. Right now only PersistentVolumes can be attached via external attacher, in the future we may allow also inline volumes in pods. Exactly one member can be set. */
@@ -297,6 +306,7 @@ export const VolumeAttachmentSource = /* @__PURE__ */ Type.Unsafe<T.VolumeAttach
     },
   },
 });
+/** The value the `VolumeAttachmentSource` schema validates: VolumeAttachmentSource of k8s.io/api/storage/v1. */
 export type VolumeAttachmentSource = T.VolumeAttachmentSource;
 
 /** VolumeAttachmentSpec is the specification of a VolumeAttachment request. */
@@ -316,6 +326,7 @@ export const VolumeAttachmentSpec = /* @__PURE__ */ Type.Unsafe<T.VolumeAttachme
   },
   required: ["attacher","source","nodeName"],
 });
+/** The value the `VolumeAttachmentSpec` schema validates: VolumeAttachmentSpec of k8s.io/api/storage/v1. */
 export type VolumeAttachmentSpec = T.VolumeAttachmentSpec;
 
 /** VolumeError captures an error encountered during a volume operation. */
@@ -339,6 +350,7 @@ export const VolumeError = /* @__PURE__ */ Type.Unsafe<T.VolumeError>({
     },
   },
 });
+/** The value the `VolumeError` schema validates: VolumeError of k8s.io/api/storage/v1. */
 export type VolumeError = T.VolumeError;
 
 /** VolumeAttachmentStatus is the status of a VolumeAttachment request. */
@@ -362,6 +374,7 @@ export const VolumeAttachmentStatus = /* @__PURE__ */ Type.Unsafe<T.VolumeAttach
   },
   required: ["attached"],
 });
+/** The value the `VolumeAttachmentStatus` schema validates: VolumeAttachmentStatus of k8s.io/api/storage/v1. */
 export type VolumeAttachmentStatus = T.VolumeAttachmentStatus;
 
 /**
@@ -387,6 +400,7 @@ export const VolumeAttachment = /* @__PURE__ */ Type.Unsafe<T.VolumeAttachment>(
   },
   required: ["spec"],
 });
+/** The value the `VolumeAttachment` schema validates: VolumeAttachment of k8s.io/api/storage/v1. */
 export type VolumeAttachment = T.VolumeAttachment;
 
 /** VolumeAttributesClass represents a specification of mutable volume attributes defined by the CSI driver. The class can be specified during dynamic provisioning of PersistentVolumeClaims, and changed in the PersistentVolumeClaim spec after provisioning. */
@@ -417,4 +431,5 @@ export const VolumeAttributesClass = /* @__PURE__ */ Type.Unsafe<T.VolumeAttribu
   },
   required: ["driverName"],
 });
+/** The value the `VolumeAttributesClass` schema validates: VolumeAttributesClass of k8s.io/api/storage/v1. */
 export type VolumeAttributesClass = T.VolumeAttributesClass;
