@@ -21,6 +21,7 @@ const sidebar: DefaultTheme.SidebarItem[] = [
       { text: "Concepts", link: "/concepts" },
       { text: "Testing your operator", link: "/testing" },
       { text: "Webhooks", link: "/webhooks" },
+      { text: "Evolving your API", link: "/evolving-your-api" },
       { text: "Deploying", link: "/deploying" },
       { text: "Observability", link: "/observability" },
       { text: "Troubleshooting and FAQ", link: "/troubleshooting" },

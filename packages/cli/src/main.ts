@@ -5,11 +5,13 @@
 import { Command } from "commander";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
+import { apiCommand } from "./commands/api.ts";
 import { buildCommand } from "./commands/build.ts";
 import { doctorCommand } from "./commands/doctor-command.ts";
 import { DOCTOR_HINT, machineCaused } from "./commands/doctor.ts";
 import { envCommand } from "./commands/env.ts";
 import { generateCommands } from "./commands/generate.ts";
+import { migrateCommand } from "./commands/migrate.ts";
 import { operatorCommands } from "./commands/operator.ts";
 import { projectCommands } from "./commands/project.ts";
 import { topCommand } from "./commands/top.ts";
@@ -41,6 +43,8 @@ const program = new Command("opkit")
 for (const c of [
   ...projectCommands(),
   ...generateCommands(),
+  apiCommand(),
+  migrateCommand(),
   ...operatorCommands(),
   buildCommand(),
   topCommand(),

@@ -97,6 +97,17 @@ describe("webhooks in a new project", () => {
     const conv = opkit(["create", "webhook", "--kind", "Guestbook", "--conversion"], project);
     assert.equal(conv.code, 0, conv.stderr);
     assert.match(conv.stdout, /wrote src\/webhooks\/guestbook-conversion.ts/);
+    assert.match(conv.stdout, /wrote test\/guestbook-conversion.test.ts/);
+    assert.match(
+      conv.stdout,
+      /wrote package.json\n.*next: npm install && /s,
+      "fast-check added for the conversion test",
+    );
+    const install = spawnSync("npm", ["install", "--no-audit", "--no-fund"], {
+      cwd: project,
+      encoding: "utf8",
+    });
+    assert.equal(install.status, 0, install.stdout + install.stderr);
     const again = opkit(["create", "webhook", "--kind", "Guestbook", "--conversion"], project);
     assert.match(again.stderr, /guestbook-conversion.ts exists already/);
     const none = opkit(["create", "webhook", "--kind", "Guestbook"], project);
@@ -143,8 +154,8 @@ describe("webhooks in a new project", () => {
       env: { ...outer, OPKIT_TEST_ENV: env.name },
     });
     assert.equal(test.status, 0, test.stdout + test.stderr);
-    // The kind's test, the admission webhooks' two tests and the conversion test.
-    assert.match(test.stdout, /pass 4/);
+    // The kind's test, the admission webhooks' two tests, the conversion test and its property test.
+    assert.match(test.stdout, /pass 5/);
 
     // opkit run --local-webhooks: the operator process serves, the API server calls it.
     const ns = await env.namespace("guestbook");

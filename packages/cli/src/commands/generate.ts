@@ -319,13 +319,19 @@ export function generateCommands(): Command[] {
       "webhook serving certificate: opkit (a generated Secret) or cert-manager (default: the operator's webhookCertificates, else opkit)",
       checkWebhookCerts,
     )
-    .option("--check", "write nothing; fail naming the files that generate would change (for CI)")
+    .option(
+      "--check",
+      "write nothing; fail naming the files that generate would change, and every change that breaks the released API (config/crds/released/), for CI",
+    )
     .action(async (o: { dir: string; image?: string; webhookCerts: WebhookCertsMode; check?: boolean }) => {
       const dir = o.dir;
       if (o.check) {
         const stale = await staleGeneratedFiles(dir, o);
         if (stale.length) throw new StaleGeneratedFilesError(stale);
         console.log("up to date: nothing would change");
+        // Loaded here: api.ts builds on this module's projectObjects.
+        const { checkApi, reportApiCheck } = await import("./api.ts");
+        reportApiCheck(await checkApi(dir));
         return;
       }
       const written = await generateProject(dir, o);
@@ -406,7 +412,7 @@ export function generateCommands(): Command[] {
 }
 
 /** Write a project file only when its content differs, so an unchanged project keeps its timestamps. */
-async function writeIfChanged(path: string, content: string): Promise<void> {
+export async function writeIfChanged(path: string, content: string): Promise<void> {
   if ((await readFile(path, "utf8").catch(() => undefined)) !== content) await writeFile(path, content);
 }
 

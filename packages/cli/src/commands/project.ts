@@ -16,6 +16,7 @@ import {
   SCAFFOLD_KINDS,
   SCAFFOLD_WEBHOOKS,
   controllerTs,
+  conversionPropertyTestTs,
   conversionTs,
   foreignControllerTs,
   foreignKindTestTs,
@@ -526,6 +527,7 @@ export async function createWebhook(dir: string, opts: CreateWebhookOptions): Pr
       { ...k, version: storage, validation: false, defaulting: false },
       c,
     );
+    files[join("test", `${lower}-conversion.test.ts`)] = conversionPropertyTestTs(c);
     registrations.push({ name: `${lower}Conversion`, from: `./webhooks/${lower}-conversion.ts` });
   }
   for (const f of Object.keys(files))
@@ -555,7 +557,27 @@ export async function createWebhook(dir: string, opts: CreateWebhookOptions): Pr
     await writeFile(join(root, f), content);
   }
   await writeFile(operatorFile, updated);
-  return Object.keys(files);
+  const written = Object.keys(files);
+  // The conversion's property test generates objects with fast-check, a dev dependency of the project.
+  if (opts.conversion && (await addDevDependency(root, "fast-check", FAST_CHECK_VERSION)))
+    written.push("package.json");
+  return written;
+}
+
+/** The fast-check release scaffolded conversion tests are written for. */
+const FAST_CHECK_VERSION = "^4.10.2";
+
+/** Adds a dev dependency to the project's package.json unless it has it; true when it added it. */
+async function addDevDependency(root: string, name: string, range: string): Promise<boolean> {
+  const file = join(root, "package.json");
+  const pkg = JSON.parse(await readFile(file, "utf8")) as {
+    dependencies?: Record<string, string>;
+    devDependencies?: Record<string, string>;
+  };
+  if (pkg.devDependencies?.[name] ?? pkg.dependencies?.[name]) return false;
+  pkg.devDependencies = { ...pkg.devDependencies, [name]: range };
+  await writeFile(file, JSON.stringify(pkg, null, 2) + "\n");
+  return true;
 }
 
 export function projectCommands(): Command[] {
@@ -665,7 +687,10 @@ export function projectCommands(): Command[] {
         validation: Boolean(o.validation || o.programmaticValidation),
       });
       for (const f of files) console.log(`wrote ${f}`);
-      console.log("next: npx opkit generate && npm test");
+      // package.json changed only when a dev dependency (fast-check) was added.
+      console.log(
+        `next: ${files.includes("package.json") ? "npm install && " : ""}npx opkit generate && npm test`,
+      );
     });
   const pack = new Command("pack")
     .description(
