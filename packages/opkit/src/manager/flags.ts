@@ -220,16 +220,11 @@ function parseBoolean(value: string, flag: string): boolean {
   throw new FlagError(flag, `"${value}" is not a boolean: use true or false`);
 }
 
-/**
- * Parse an operator's command line and environment. Unknown flags and bad values are FlagErrors that
- * name the flag; custom flags must not reuse a built-in name.
- */
-export function parseOperatorFlags(
+/** The command line's values by flag name; custom flag names are checked first. */
+function parseCommandLine(
   argv: readonly string[],
-  env: Readonly<Record<string, string | undefined>>,
-  declared: Readonly<Record<string, FlagSpec>> = {},
-  options: { interactive?: boolean } = {},
-): OperatorFlags {
+  declared: Readonly<Record<string, FlagSpec>>,
+): Record<string, string | boolean | undefined> {
   for (const name of Object.keys(declared)) {
     if (BUILTIN.some((b) => b.name === name) || name === "help")
       throw new FlagError(
@@ -242,15 +237,27 @@ export function parseOperatorFlags(
   const spec: Record<string, { type: "string" | "boolean" }> = { help: { type: "boolean" } };
   for (const b of BUILTIN) spec[b.name] = { type: b.type };
   for (const [name, d] of Object.entries(declared)) spec[name] = { type: d.type ?? "string" };
-  let values: Record<string, string | boolean | undefined>;
   try {
-    ({ values } = parseArgs({ args: [...argv], options: spec, strict: true, allowPositionals: false }));
+    return parseArgs({ args: [...argv], options: spec, strict: true, allowPositionals: false }).values;
   } catch (err) {
     const known = Object.keys(spec)
       .map((n) => `--${n}`)
       .join(", ");
     throw new FlagError("command line", `${errorMessage(err)} (known flags: ${known})`);
   }
+}
+
+/**
+ * Parse an operator's command line and environment. Unknown flags and bad values are FlagErrors that
+ * name the flag; custom flags must not reuse a built-in name.
+ */
+export function parseOperatorFlags(
+  argv: readonly string[],
+  env: Readonly<Record<string, string | undefined>>,
+  declared: Readonly<Record<string, FlagSpec>> = {},
+  options: { interactive?: boolean } = {},
+): OperatorFlags {
+  const values = parseCommandLine(argv, declared);
 
   const read = (name: string, envName: string | undefined, type: "string" | "boolean", dflt: unknown) => {
     const given = values[name];

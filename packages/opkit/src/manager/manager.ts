@@ -25,6 +25,15 @@ import {
   LeadershipLostError,
   type LeaderElectorOptions,
 } from "./leaderelection.ts";
+import {
+  CREATED,
+  isLeading,
+  lostOf,
+  managerStep,
+  stopRequested,
+  type ManagerEvent,
+  type ManagerPhase,
+} from "./lifecycle.ts";
 import { leaseNamespace } from "./namespace.ts";
 import { setupSharding, type Sharding, type ShardingOptions } from "./sharded.ts";
 import {
@@ -182,12 +191,8 @@ export class Manager {
   private elector: LeaderElector | undefined;
   private sharding: Sharding | undefined;
   private readonly webhookServer: WebhookServer | undefined;
-  private leaderWorkStarted = false;
-  private startCalled = false;
-  private stopped: Promise<void> | undefined;
-  private opening: Promise<void> | undefined;
-  private lost: LeadershipLostError | undefined;
-  private unclean: GracefulShutdownTimeoutError | undefined;
+  /** Where the manager is in its life (lifecycle.ts); changed only through `step`. */
+  private phase: ManagerPhase<LeadershipLostError, GracefulShutdownTimeoutError> = CREATED;
   private readonly stopRequested: (() => void)[] = [];
   private resolveDone: (() => void) | undefined;
   /** Resolves once the manager has stopped (gracefully or after losing leadership). */
@@ -266,7 +271,7 @@ export class Manager {
 
   /** Add a controller, or any runnable that should start and stop with the manager. */
   add(item: Controller | Runnable): this {
-    if (this.startCalled) throw new ManagerConfigError(`cannot add "${item.name}" after the manager started`);
+    if (this.started) throw new ManagerConfigError(`cannot add "${item.name}" after the manager started`);
     if (
       this.entries.some((e) => (e.kind === "controller" ? e.controller.name : e.runnable.name) === item.name)
     )
@@ -287,7 +292,22 @@ export class Manager {
 
   /** True once leader work runs (after sync, and leadership when enabled). */
   get leading(): boolean {
-    return this.leaderWorkStarted && !this.lost;
+    return isLeading(this.phase);
+  }
+
+  private step(event: ManagerEvent<LeadershipLostError, GracefulShutdownTimeoutError>): void {
+    this.phase = managerStep(this.phase, event);
+  }
+
+  /** A stop was asked for: nothing new may open or start. */
+  private get stopping(): boolean {
+    return stopRequested(this.phase);
+  }
+
+  /** `start` was called, also after a stop. */
+  private get started(): boolean {
+    const p = this.phase;
+    return p.name === "stopping" || p.name === "stopped" ? p.started : p.name !== "created";
   }
 
   private get controllers(): Controller[] {
@@ -305,14 +325,17 @@ export class Manager {
    * rejects with a SyncTimeoutError naming the kinds that did not sync. Use `run()` to also handle signals.
    */
   async start(): Promise<void> {
-    this.startCalled = true;
     // Stopped before it started (a signal handler ran first): open nothing that nobody would close.
-    if (this.stopped) return;
+    if (this.stopping) {
+      this.step({ type: "start", opening: Promise.resolve() });
+      return;
+    }
     // stop() waits for this phase before tearing down, so nothing it opens (a server, an informer)
     // can appear after the stop and outlive it.
-    this.opening = this.open();
-    await this.opening;
-    if (this.stopped) return;
+    const opening = this.open();
+    this.step({ type: "start", opening });
+    await opening;
+    if (this.stopping) return;
     // A stop (SIGTERM) during the sync ends start quietly instead of as a sync timeout, and clears
     // the sync's timer: left armed, it would keep the process alive until the timeout.
     const stopping = new AbortController();
@@ -323,7 +346,7 @@ export class Manager {
       if (stopping.signal.aborted) return;
       throw err;
     }
-    if (this.stopped) return;
+    if (this.stopping) return;
     this.logger.info({ kinds: [...new Set(this.cache.health().map((h) => h.kind))] }, "caches synced");
     for (const r of this.runnables(false)) this.startRunnable(r);
     const le = this.opts.leaderElection;
@@ -356,7 +379,7 @@ export class Manager {
     );
     void this.elector.run({
       onStartedLeading: () => {
-        if (this.stopped) return;
+        if (this.stopping) return;
         this.logger.info({ identity: this.elector?.identity }, "became leader; starting controllers");
         this.startLeaderWork();
       },
@@ -372,7 +395,7 @@ export class Manager {
   /** Servers, webhooks, controller wiring and informers: everything start opens before the sync. */
   private async open(): Promise<void> {
     await this.startServers();
-    if (this.stopped) return;
+    if (this.stopping) return;
     // Webhooks serve on every replica, leader or not, before the caches: admission must not wait for them.
     if (this.webhookServer) this.ports.webhook = (await this.webhookServer.start()).port;
     if (this.opts.shards) {
@@ -389,7 +412,7 @@ export class Manager {
       });
     }
     for (const c of this.controllers) {
-      if (this.stopped) return;
+      if (this.stopping) return;
       await c.setup({
         gate: this.sharding?.gates.get(c),
         client: this.client,
@@ -400,12 +423,12 @@ export class Manager {
         fieldManager: this.name,
       });
     }
-    if (!this.stopped) this.cache.start();
+    if (!this.stopping) this.cache.start();
   }
 
   private startLeaderWork(): void {
-    if (this.leaderWorkStarted) return;
-    this.leaderWorkStarted = true;
+    if (this.phase.name !== "starting") return;
+    this.step({ type: "leaderWork" });
     for (const c of this.controllers) c.start();
     for (const r of this.runnables(true)) this.startRunnable(r);
   }
@@ -429,8 +452,8 @@ export class Manager {
    * write follows a successor's; then tell the hook, or exit the process at once.
    */
   private onLeadershipLost(err: LeadershipLostError): void {
-    if (this.lost) return;
-    this.lost = err;
+    if (lostOf(this.phase)) return;
+    this.step({ type: "lost", error: err });
     for (const c of this.controllers) c.abort(err);
     for (const r of this.runnables(true)) this.runnableStops.get(r)?.abort.abort(err);
     this.logger.error({ reason: err.message }, "leadership lost; every reconcile aborted");
@@ -499,46 +522,55 @@ export class Manager {
    */
   stop(): Promise<void> {
     for (const r of this.stopRequested.splice(0)) r();
-    this.stopped ??= (async () => {
-      await this.opening?.catch(() => undefined);
-      const grace = this.opts.gracefulShutdownMs ?? DEFAULT_GRACEFUL_SHUTDOWN_MS;
-      const le = this.opts.leaderElection;
-      // A standby must not win the Lease while it is shutting down.
-      if (this.elector && !this.leaderWorkStarted) await this.elector.stop({ release: false });
-      // Hand every shard back once its in-flight reconciles finished, while the workers still run;
-      // within the grace period, after which the shards are abandoned (their reconciles' signals abort,
-      // their Leases expire instead of being released while that work may still run).
-      const clock = this.opts.clock ?? realClock;
-      const stopAt = clock.now();
-      let shardsLeft = false;
-      if (this.sharding) {
-        const coordinator = this.sharding.coordinator;
-        const released = await withTimeout(clock, grace, () => coordinator.stop());
-        if (released.timedOut) {
-          shardsLeft = true;
-          await coordinator.abandon("the graceful shutdown period ended");
-        }
+    if (this.phase.name === "stopping" || this.phase.name === "stopped") return this.phase.done;
+    const done = this.shutDown(this.phase.name === "created" ? undefined : this.phase.opening);
+    this.step({ type: "stop", done });
+    return done;
+  }
+
+  /** The steps of a stop (see `stop`), once what `start` opens is open. */
+  private async shutDown(opening: Promise<void> | undefined): Promise<void> {
+    await opening?.catch(() => undefined);
+    // stop() moved to "stopping" before this line runs; leader work cannot start once it did.
+    const leaderWorkStarted = this.phase.name === "stopping" && this.phase.leaderWorkStarted;
+    const grace = this.opts.gracefulShutdownMs ?? DEFAULT_GRACEFUL_SHUTDOWN_MS;
+    const le = this.opts.leaderElection;
+    // A standby must not win the Lease while it is shutting down.
+    if (this.elector && !leaderWorkStarted) await this.elector.stop({ release: false });
+    // Hand every shard back once its in-flight reconciles finished, while the workers still run;
+    // within the grace period, after which the shards are abandoned (their reconciles' signals abort,
+    // their Leases expire instead of being released while that work may still run).
+    const clock = this.opts.clock ?? realClock;
+    const stopAt = clock.now();
+    let shardsLeft = false;
+    if (this.sharding) {
+      const coordinator = this.sharding.coordinator;
+      const released = await withTimeout(clock, grace, () => coordinator.stop());
+      if (released.timedOut) {
+        shardsLeft = true;
+        await coordinator.abandon("the graceful shutdown period ended");
       }
-      // No more filter-swap retries once the shards are gone.
-      this.sharding?.router.stop();
-      const left = Math.max(0, grace - (clock.now() - stopAt));
-      const drained = await Promise.all(this.controllers.map((c) => c.stop(left)));
-      const unfinished = this.controllers.filter((_, i) => !drained[i]).map((c) => c.name);
-      if (shardsLeft) unfinished.push("shards");
-      if (!(await this.stopRunnables(grace))) unfinished.push("runnables");
-      if (unfinished.length) {
-        this.unclean = new GracefulShutdownTimeoutError(grace, unfinished);
-        this.logger.warn({ graceMs: grace, unfinished }, "some work did not finish within the grace period");
-      }
-      await this.elector?.stop({ release: le && !this.lost ? (le.releaseOnCancel ?? true) : false });
-      await this.cache.stop();
-      await this.webhookServer?.stop();
-      await Promise.all(this.servers.map((s) => s.stop()));
-      await this.client.close();
-      this.logger.info("manager stopped");
-      this.resolveDone?.();
-    })();
-    return this.stopped;
+    }
+    // No more filter-swap retries once the shards are gone.
+    this.sharding?.router.stop();
+    const left = Math.max(0, grace - (clock.now() - stopAt));
+    const drained = await Promise.all(this.controllers.map((c) => c.stop(left)));
+    const unfinished = this.controllers.filter((_, i) => !drained[i]).map((c) => c.name);
+    if (shardsLeft) unfinished.push("shards");
+    if (!(await this.stopRunnables(grace))) unfinished.push("runnables");
+    let unclean: GracefulShutdownTimeoutError | undefined;
+    if (unfinished.length) {
+      unclean = new GracefulShutdownTimeoutError(grace, unfinished);
+      this.logger.warn({ graceMs: grace, unfinished }, "some work did not finish within the grace period");
+    }
+    await this.elector?.stop({ release: le && !lostOf(this.phase) ? (le.releaseOnCancel ?? true) : false });
+    await this.cache.stop();
+    await this.webhookServer?.stop();
+    await Promise.all(this.servers.map((s) => s.stop()));
+    await this.client.close();
+    this.step({ type: "stopped", unclean });
+    this.logger.info("manager stopped");
+    this.resolveDone?.();
   }
 
   /** Abort the runnables and wait for them within the grace period; false when some did not end. */
@@ -577,8 +609,9 @@ export class Manager {
         throw err;
       }
       await this.done;
-      if (this.lost) throw this.lost;
-      if (this.unclean) throw this.unclean;
+      const lost = lostOf(this.phase);
+      if (lost) throw lost;
+      if (this.phase.name === "stopped" && this.phase.unclean) throw this.phase.unclean;
     } finally {
       process.off("SIGTERM", onSignal);
       process.off("SIGINT", onSignal);
