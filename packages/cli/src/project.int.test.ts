@@ -197,8 +197,11 @@ describe("a new operator project, as a new user makes it", () => {
       parseAllDocuments(out).map((d) => d.toJS() as unknown),
       [parse(generated) as unknown],
     );
-    const cliOfProject = sh("npx", ["--no-install", "opkit", "--cli-version"], project).trim();
-    assert.equal(cliOfProject, cliVersion);
+    const versions = sh("npx", ["--no-install", "opkit", "--version"], project).trim();
+    assert.match(
+      versions,
+      new RegExp(`^opkit CLI ${cliVersion.replace(/\./g, "\\.")}\nopkit library \\d+\\.\\d+\\.\\d+$`),
+    );
   });
 
   it("copied elsewhere, the project installs with npm ci and passes its own tests", async () => {

@@ -33,11 +33,11 @@ export function jobController(opts: JobControllerOptions) {
   const seen = new FinishedJobs();
   // Status writes (every watcher run) do not move a Job's fate; a spec change, creation or deletion can.
   const specChanges = { predicates: [generationChanged()] };
+  // Deleting is the point: the one write to Jobs, declared for the generated RBAC.
   return controller("job-ttl")
     .for(Jobs, { predicates: [finishedJobs] })
     .watches(JobWatcher, (w) => seen.requests(w.metadata.namespace ?? ""), specChanges)
     .watches(ClusterJobWatcher, () => seen.requests(), specChanges)
-    // Deleting is the point; nothing else is written to Jobs.
     .rbac([{ kind: Jobs, verbs: ["delete"] }])
     .withOptions({ maxConcurrent: 4 })
     .reconcile(async (req, ctx) => {
