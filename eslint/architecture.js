@@ -18,9 +18,20 @@ export const ALLOWED_IMPORTS = {
   controller: ["queue", "cache", "client", "clock", "events", "logging", "metrics"],
   webhook: ["api", "client", "pki", "clock", "logging", "metrics"],
   sharding: ["client", "cache", "clock", "logging", "metrics"],
-  manager: ["controller", "cache", "client", "clock", "events", "logging", "metrics", "webhook", "sharding"],
+  manager: [
+    "controller",
+    "cache",
+    "client",
+    "clock",
+    "events",
+    "logging",
+    "metrics",
+    "webhook",
+    "sharding",
+    "migrate",
+  ],
   generate: ["api", "client"],
-  migrate: ["client", "clock"],
+  migrate: ["client", "clock", "logging"],
   // api, generate and webhook: checkConversion generates objects from a kind's schema and converts them.
   testenv: ["client", "pki", "clock", "logging", "api", "generate", "webhook"],
 };

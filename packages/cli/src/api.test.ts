@@ -10,6 +10,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { parseAllDocuments } from "yaml";
 import { checkApi, freezeApi } from "./commands/api.ts";
 import { createApi, initProject } from "./commands/project.ts";
 
@@ -95,4 +96,55 @@ test("api freeze, then check: compatible changes pass, breaking ones fail with t
   const intended = opkit(["api", "check", "--dir", root]);
   assert.equal(intended.code, 0, intended.out);
   assert.match(intended.out, /intended: .*\.spec\.owner: required-added.*every cart has an owner/);
+});
+
+test("migrateStorage on the operator: the generated RBAC grants what the migration needs, by name", async (t) => {
+  const checkout = fileURLToPath(new URL("../../..", import.meta.url));
+  mkdirSync(join(checkout, ".opkit"), { recursive: true });
+  const work = await mkdtemp(join(checkout, ".opkit", "api-"));
+  t.after(() => rm(work, { recursive: true, force: true }));
+  const root = await initProject(join(work, "shop"), {
+    domain: "example.com",
+    link: true,
+    install: false,
+    onNote: () => {},
+  });
+  await createApi(root, { group: "shop", version: "v1", kind: "Cart", onNote: () => {} });
+  const operatorFile = join(root, "src", "operator.ts");
+  const rbacOf = () => {
+    const r = opkit(["generate", "--dir", root]);
+    assert.equal(r.code, 0, r.out);
+    return readFileSync(join(root, "config", "rbac.yaml"), "utf8");
+  };
+  assert.doesNotMatch(
+    rbacOf(),
+    /customresourcedefinitions/,
+    "no apiextensions access without migrateStorage",
+  );
+  writeFileSync(
+    operatorFile,
+    readFileSync(operatorFile, "utf8").replace(
+      '  domain: "example.com",',
+      '  domain: "example.com",\n  migrateStorage: true,',
+    ),
+  );
+  const rbac = parseAllDocuments(rbacOf()).map(
+    (d) =>
+      d.toJS() as {
+        kind: string;
+        rules?: { apiGroups: string[]; resources: string[]; resourceNames?: string[]; verbs: string[] }[];
+      },
+  );
+  const rules = rbac.flatMap((d) => d.rules ?? []);
+  const rule = (resource: string) => rules.find((r) => r.resources.includes(resource));
+  assert.deepEqual(rule("customresourcedefinitions/status")?.resourceNames, ["carts.shop.example.com"]);
+  assert.deepEqual(rule("customresourcedefinitions/status")?.verbs, ["patch"]);
+  assert.deepEqual(rule("customresourcedefinitions")?.resourceNames, ["carts.shop.example.com"]);
+  assert.deepEqual(rule("customresourcedefinitions")?.verbs, ["get"]);
+  assert.ok(
+    rules.some(
+      (r) => r.resources.includes("carts") && r.verbs.includes("update") && r.verbs.includes("list"),
+    ),
+  );
+  assert.ok(rule("storageversionmigrations"));
 });

@@ -18,8 +18,10 @@ import {
   DEFAULT_METRICS_PORT,
   DEFAULT_WEBHOOK_PORT,
   offlineContext,
+  operatorCrdNames,
   ensureServingCertificate,
   webhookConfigurations,
+  type ExtraPolicyRule,
   type KubeObject,
   type OperatorDefinition,
 } from "opkit";
@@ -119,6 +121,40 @@ async function foreignCrds(project: string): Promise<KubeObject[]> {
   return out;
 }
 
+/**
+ * What `migrateStorage` on the operator needs beyond its controllers: its own CRDs read and their
+ * storedVersions patched (by name, nothing else of apiextensions), its kinds listed and written back, and
+ * the cluster's StorageVersionMigrations where it serves them.
+ */
+function storageMigrationRules(op: OperatorDefinition): ExtraPolicyRule[] {
+  const crds = operatorCrdNames(op);
+  const defs = op.kinds as readonly KindDefinition[];
+  return [
+    {
+      apiGroups: ["apiextensions.k8s.io"],
+      resources: ["customresourcedefinitions"],
+      resourceNames: crds,
+      verbs: ["get"],
+    },
+    {
+      apiGroups: ["apiextensions.k8s.io"],
+      resources: ["customresourcedefinitions/status"],
+      resourceNames: crds,
+      verbs: ["patch"],
+    },
+    ...[...new Set(defs.map((d) => d.group))].map((group) => ({
+      apiGroups: [group],
+      resources: [...new Set(defs.filter((d) => d.group === group).map((d) => d.plural))],
+      verbs: ["list", "update"],
+    })),
+    {
+      apiGroups: ["storagemigration.k8s.io"],
+      resources: ["storageversionmigrations"],
+      verbs: ["create", "get", "delete"],
+    },
+  ];
+}
+
 /** The complete object set of a project, in apply order (CRDs and namespace first). */
 export async function projectObjects(
   op: OperatorDefinition,
@@ -130,7 +166,7 @@ export async function projectObjects(
     name: op.name,
     namespace,
     controllers: op.controllers.map((make) => make(offlineContext(op))),
-    extraRules: op.extraRules,
+    extraRules: [...(op.extraRules ?? []), ...(op.migrateStorage ? storageMigrationRules(op) : [])],
     leaderElection: true,
     watchNamespace: op.watchNamespace,
     resolve: builtinResolver([

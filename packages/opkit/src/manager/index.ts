@@ -55,6 +55,7 @@ export {
   OperatorDefinitionError,
   defineOperator,
   offlineContext,
+  operatorCrdNames,
   runOperator,
   type OperatorContext,
   type OperatorDefinition,

@@ -18,6 +18,7 @@ import { realClock, withTimeout, type Clock } from "../clock/index.ts";
 import { DEFAULT_GRACEFUL_SHUTDOWN_MS, type Controller } from "../controller/controller.ts";
 import { createLogger, type Logger } from "../logging/index.ts";
 import { Metrics } from "../metrics/index.ts";
+import { storageMigrationRunnable, type StorageMigrationOptions } from "../migrate/index.ts";
 import { WebhookServer, type WebhookServerOptions } from "../webhook/server.ts";
 import {
   defaultIdentity,
@@ -111,6 +112,11 @@ export interface ManagerOptions {
   health?: ListenAddress | false;
   /** Lease-based leader election (default off: every replica reconciles; enable it with more than one). */
   leaderElection?: LeaderElectionOptions | false;
+  /**
+   * Migrate these CRDs' stored objects to their storage version on the leader, beside the controllers, and
+   * trim `status.storedVersions` (see `migrateStorage`), so the next release can drop an old version.
+   */
+  storageMigration?: StorageMigrationOptions;
   /**
    * Split the controllers' keys into `count` shards held through Leases, so several replicas reconcile
    * side by side, each only its shards (not together with `leaderElection`). See ShardingOptions.
@@ -226,6 +232,10 @@ export class Manager {
     });
     this.metrics.trackInformers(() => this.cache.health());
     this.done = new Promise((r) => (this.resolveDone = r));
+    if (opts.storageMigration)
+      this.add(
+        storageMigrationRunnable(client, { clock: opts.clock, ...opts.storageMigration }, this.logger),
+      );
     if (opts.webhook) {
       const server = new WebhookServer({
         ...opts.webhook,

@@ -71,6 +71,13 @@ export interface OperatorDefinition {
    * --webhook-certs` overrides it.
    */
   webhookCertificates?: "opkit" | "cert-manager";
+  /**
+   * Migrate the stored objects of the operator's own CRDs to their storage version once leader, and trim
+   * their `status.storedVersions` (true, or the writes per second to allow; default 50). The generated RBAC
+   * then grants what that takes: get on the CRDs and patch on their status (by name), list and update on
+   * the kinds, and StorageVersionMigrations.
+   */
+  migrateStorage?: boolean | { qps?: number };
 }
 
 /** A wrong operator definition (bad name, flag clashing with a built-in). */
@@ -122,6 +129,9 @@ export function managerOptionsFromFlags(
     kubeconfig: flags.kubeconfig,
     logger,
     leaderElection: flags.leaderElect ? { name: def.name } : false,
+    storageMigration: def.migrateStorage
+      ? { crds: operatorCrdNames(def), qps: def.migrateStorage === true ? undefined : def.migrateStorage.qps }
+      : undefined,
     shards:
       flags.shards > 0
         ? {
@@ -194,4 +204,13 @@ export async function runOperator(
     logger.error({ graceMs: err.graceMs, unfinished: err.unfinished }, err.message);
     process.exitCode = 1;
   }
+}
+
+/** The names (`<plural>.<group>`) of the CRDs of an operator's own kinds, each once. */
+export function operatorCrdNames(def: Pick<OperatorDefinition, "kinds">): string[] {
+  const names = def.kinds.flatMap((k) => {
+    const { plural, group } = k as { plural?: string; group?: string };
+    return plural && group ? [`${plural}.${group}`] : [];
+  });
+  return [...new Set(names)];
 }

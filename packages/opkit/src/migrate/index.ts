@@ -1,7 +1,8 @@
 /**
  * migrate — moving stored objects to a CRD's storage version (the in-tree StorageVersionMigration where the
  * cluster serves it, else opkit's own rate-limited pass) and trimming `status.storedVersions` afterwards,
- * so an old version can be dropped safely. It knows the client and the clock; the manager and the CLI call it.
+ * so an old version can be dropped safely. It knows the client, the clock and logging; the manager (its
+ * `storageMigration` option) and the CLI (`opkit migrate`) call it.
  */
 export {
   migrateStorage,
@@ -10,3 +11,4 @@ export {
   type MigrationProgress,
   type MigrationResult,
 } from "./storage.ts";
+export { storageMigrationRunnable, type StorageMigrationOptions } from "./runnable.ts";

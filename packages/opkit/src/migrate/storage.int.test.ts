@@ -12,6 +12,9 @@ import { crdFor } from "../generate/crd.ts";
 import { InvalidError } from "../client/errors.ts";
 import { kindRef, type KubeObject } from "../client/types.ts";
 import { useTestEnv, type TestEnv } from "../testenv/testing.ts";
+import { createLogger } from "../logging/index.ts";
+import { Manager } from "../manager/index.ts";
+import { eventually } from "../testenv/index.ts";
 import { migrateStorage, type MigrationProgress } from "./storage.ts";
 
 const group = "migrate.opkit.dev";
@@ -25,6 +28,11 @@ const Crds = kindRef<KubeObject & { status?: { storedVersions?: string[] } }>(
   "CustomResourceDefinition",
 );
 const COUNT = 1000;
+// A kind of its own for the manager's test, so each test starts from a CRD that stores v1.
+const CrateV1 = defineKind({ group, version: "v1", kind: "Crate", spec, storage: true });
+const CrateV1Old = defineKind({ group, version: "v1", kind: "Crate", spec, storage: false });
+const CrateV2 = defineKind({ group, version: "v2", kind: "Crate", spec, storage: true });
+const CRATES = `${CrateV1.plural}.${group}`;
 
 describe("migrateStorage", () => {
   let env: TestEnv;
@@ -33,6 +41,7 @@ describe("migrateStorage", () => {
   });
   after(async () => {
     await env.client.delete(Crds, CRD_NAME).catch(() => undefined);
+    await env.client.delete(Crds, CRATES).catch(() => undefined);
     await env.cleanup();
   });
 
@@ -126,5 +135,36 @@ describe("migrateStorage", () => {
     );
     const again = await migrateStorage(client, CRD_NAME);
     assert.equal(again.needed, false, "a second run finds nothing to do");
+  });
+  it("runs on the leader with the manager's storageMigration option, beside the controllers", async (t) => {
+    const client = env.client;
+    const ns = await env.namespace("migrate-mgr");
+    await env.installCrds([crdFor(CrateV1)]);
+    await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        client.create(CrateV1.new(`m-${i}`, { size: i }, { namespace: ns })),
+      ),
+    );
+    await env.installCrds([crdFor(defineKindVersions([CrateV1Old, CrateV2]))]);
+    assert.deepEqual((await client.get(Crds, CRATES)).status?.storedVersions, ["v1", "v2"]);
+    const mgr = await Manager.create({
+      kubeconfig: env.kubeconfigPath,
+      name: "migrate-test",
+      metrics: { host: "127.0.0.1", port: 0 },
+      health: { host: "127.0.0.1", port: 0 },
+      cache: { namespace: ns },
+      leaderElection: false,
+      storageMigration: { crds: [CRATES], inTree: "never" },
+      logger: createLogger({ level: "silent" }),
+    });
+    t.after(() => mgr.stop());
+    await mgr.start();
+    await eventually("storedVersions trimmed by the manager", async () => {
+      const crd = await client.get(Crds, CRATES);
+      return JSON.stringify(crd.status?.storedVersions) === JSON.stringify(["v2"]);
+    });
+    const stored = await env.controlPlane.stored(`/registry/${group}/${CrateV1.plural}/${ns}/`);
+    assert.equal(stored.length, 20);
+    assert.deepEqual([...new Set(stored.map((e) => (e.value as KubeObject).apiVersion))], [`${group}/v2`]);
   });
 });
