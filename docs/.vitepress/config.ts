@@ -47,7 +47,7 @@ export default defineConfig({
   // Relative links between pages (`concepts.md`, `api/classes/...html`) resolve the same in the
   // repository and on the site only with .html page URLs.
   cleanUrls: false,
-  srcExclude: ["README.draft.md", "public/**"],
+  srcExclude: ["public/**"],
   lastUpdated: false,
   // Without an icon of its own the browser asks for /favicon.ico, and the 404 is a console error.
   head: [["link", { rel: "icon", type: "image/svg+xml", href: "/favicon.svg" }]],

@@ -31,7 +31,7 @@ export interface Block {
 /** Every fenced block of the Markdown pages of docs/ (generated pages included). */
 export function blocks(dir = DOCS): Block[] {
   const out: Block[] = [];
-  for (const page of readdirSync(dir).filter((f) => f.endsWith(".md") && f !== "README.draft.md")) {
+  for (const page of readdirSync(dir).filter((f) => f.endsWith(".md"))) {
     const lines = readFileSync(join(dir, page), "utf8").split("\n");
     for (let i = 0; i < lines.length; i++) {
       const open = /^(`{3,})(\w*)\s*(.*)$/.exec(lines[i] as string);
