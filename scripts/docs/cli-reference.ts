@@ -7,26 +7,14 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Command, Option } from "commander";
-import { buildCommand } from "../../packages/cli/src/commands/build.ts";
-import { envCommand } from "../../packages/cli/src/commands/env.ts";
-import { generateCommands } from "../../packages/cli/src/commands/generate.ts";
-import { operatorCommands } from "../../packages/cli/src/commands/operator.ts";
-import { projectCommands } from "../../packages/cli/src/commands/project.ts";
-import { topCommand } from "../../packages/cli/src/commands/top.ts";
+import { allCommands as cliCommands } from "../../packages/cli/src/commands/index.ts";
 
 /** The page's path in the repository. */
 export const CLI_PAGE = join(import.meta.dirname, "..", "..", "docs", "cli.md");
 
 /** The top-level commands, in the order `opkit --help` lists them (main.ts's order). */
 export function topLevelCommands(): Command[] {
-  return [
-    ...projectCommands(),
-    ...generateCommands(),
-    ...operatorCommands(),
-    buildCommand(),
-    topCommand(),
-    envCommand(),
-  ];
+  return cliCommands();
 }
 
 /** `opkit create api`, … for a command and its parents. */

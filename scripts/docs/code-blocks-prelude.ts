@@ -3,7 +3,15 @@
  * repeating the kind's definition (code-blocks.ts imports these names into a block that uses them).
  */
 import * as Type from "typebox/type";
-import { conditions, controller, defineKind, type DeepReadonly, type Deployment, type ObjectOf } from "opkit";
+import {
+  conditions,
+  controller,
+  conversion,
+  defineKind,
+  type DeepReadonly,
+  type Deployment,
+  type ObjectOf,
+} from "opkit";
 
 /** The tutorial's kind. */
 export const Memcached = defineKind({
@@ -45,3 +53,34 @@ export function memcachedController() {
     .for(Memcached)
     .reconcile(() => undefined);
 }
+
+/** Evolving your API: a two-version kind and its conversion (the page defines them in full). */
+const webAppSpecV1alpha1 = Type.Object({ webAppImage: Type.String() });
+const WebAppV1alpha1 = defineKind({
+  group: "workloads.acme.com",
+  version: "v1alpha1",
+  kind: "WebApp",
+  storage: false,
+  spec: webAppSpecV1alpha1,
+});
+const WebAppV1beta1 = defineKind({
+  group: "workloads.acme.com",
+  version: "v1beta1",
+  kind: "WebApp",
+  storage: true,
+  spec: Type.Object({ image: Type.String() }),
+});
+
+/** The page's conversion webhook between WebApp v1alpha1 and v1beta1. */
+export const webAppConversion = conversion<ObjectOf<typeof WebAppV1beta1>, [ObjectOf<typeof WebAppV1alpha1>]>(
+  {
+    hub: WebAppV1beta1,
+    spokes: [
+      {
+        kind: WebAppV1alpha1,
+        toHub: (o) => ({ spec: { image: o.spec.webAppImage } }),
+        fromHub: (h) => ({ spec: { webAppImage: h.spec.image } }),
+      },
+    ],
+  },
+);

@@ -5,16 +5,8 @@
 import { Command } from "commander";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { apiCommand } from "./commands/api.ts";
-import { buildCommand } from "./commands/build.ts";
-import { doctorCommand } from "./commands/doctor-command.ts";
 import { DOCTOR_HINT, machineCaused } from "./commands/doctor.ts";
-import { envCommand } from "./commands/env.ts";
-import { generateCommands } from "./commands/generate.ts";
-import { migrateCommand } from "./commands/migrate.ts";
-import { operatorCommands } from "./commands/operator.ts";
-import { projectCommands } from "./commands/project.ts";
-import { topCommand } from "./commands/top.ts";
+import { allCommands } from "./commands/index.ts";
 
 // src/main.ts or dist/main.js: package.json is one level up either way.
 const { version } = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as {
@@ -40,18 +32,7 @@ const program = new Command("opkit")
   .enablePositionalOptions()
   .showHelpAfterError();
 
-for (const c of [
-  ...projectCommands(),
-  ...generateCommands(),
-  apiCommand(),
-  migrateCommand(),
-  ...operatorCommands(),
-  buildCommand(),
-  topCommand(),
-  envCommand(),
-  doctorCommand(),
-])
-  program.addCommand(c);
+for (const c of allCommands()) program.addCommand(c);
 
 try {
   await program.parseAsync(process.argv);

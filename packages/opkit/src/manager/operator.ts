@@ -77,7 +77,12 @@ export interface OperatorDefinition {
    * then grants what that takes: get on the CRDs and patch on their status (by name), list and update on
    * the kinds, and StorageVersionMigrations.
    */
-  migrateStorage?: boolean | { qps?: number };
+  migrateStorage?:
+    | boolean
+    | {
+        /** Writes per second the migration may make at most (default 50). */
+        qps?: number;
+      };
 }
 
 /** A wrong operator definition (bad name, flag clashing with a built-in). */

@@ -11,4 +11,8 @@ export {
   type MigrationProgress,
   type MigrationResult,
 } from "./storage.ts";
-export { storageMigrationRunnable, type StorageMigrationOptions } from "./runnable.ts";
+export {
+  storageMigrationRunnable,
+  type StorageMigrationOptions,
+  type StorageMigrationRunnable,
+} from "./runnable.ts";

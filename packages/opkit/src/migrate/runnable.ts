@@ -22,12 +22,22 @@ export interface StorageMigrationOptions {
   clock?: Clock;
 }
 
+/** What `storageMigrationRunnable` returns: a manager `Runnable` that only the leader runs. */
+export interface StorageMigrationRunnable {
+  /** "storage-migration", for logs. */
+  readonly name: string;
+  /** Always true: only the leader migrates. */
+  readonly needLeaderElection: true;
+  /** Migrates each CRD in turn; failures are logged, never thrown (the operator keeps running). */
+  start(signal: AbortSignal): Promise<void>;
+}
+
 /** A runnable (shape of the manager's `Runnable`) that migrates `crds` once, on the leader. */
 export function storageMigrationRunnable(
   client: KubeClient,
   opts: StorageMigrationOptions,
   logger: Logger,
-): { readonly name: string; readonly needLeaderElection: true; start(signal: AbortSignal): Promise<void> } {
+): StorageMigrationRunnable {
   return {
     name: "storage-migration",
     needLeaderElection: true,
