@@ -12,7 +12,7 @@ import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
 import { buildCommand } from "./commands/build.ts";
 import { envCommand } from "./commands/env.ts";
-import { generateCommands, generateProject } from "./commands/generate.ts";
+import { crdSizeWarnings, generateCommands, generateProject } from "./commands/generate.ts";
 import { operatorCommands } from "./commands/operator.ts";
 import { checkBool, createApi, initProject, projectCommands } from "./commands/project.ts";
 import { topCommand } from "./commands/top.ts";
@@ -163,4 +163,27 @@ spec:
     createApi(root, { ...opts, version: "v2" }),
     /--version v2: the CRD of Certificate serves v1/,
   );
+});
+
+test("opkit generate warns about a CRD too large for client-side apply, naming kind, size and the way out", async () => {
+  const Type = await import("typebox/type");
+  const corev1 = await import("opkit/schemas/core/v1");
+  const { defineKind } = await import("opkit");
+  const { crdFor } = await import("opkit/generate");
+  const kind = (name: string) =>
+    defineKind({
+      group: "big.example.com",
+      version: "v1",
+      kind: name,
+      spec: Type.Object({ template: corev1.PodTemplateSpec }),
+    });
+  // Small by default (no built-in descriptions, embedded metadata restricted): no warning.
+  assert.deepEqual(crdSizeWarnings([crdFor(kind("Small"))]), []);
+  const [warning, ...rest] = crdSizeWarnings([crdFor(kind("Large"), { builtinDescriptions: true })]);
+  assert.equal(rest.length, 0);
+  assert.match(
+    warning ?? "",
+    /the CRD of Large \(larges\.big\.example\.com\) is \d+ KiB, more than the 256 KiB/,
+  );
+  assert.match(warning ?? "", /kubectl apply --server-side/);
 });
