@@ -49,6 +49,8 @@ export const COMPAT_SUBSET = [
   "packages/opkit/src/sharding/filter.int.test.ts",
   "packages/opkit/src/webhook/webhook.int.test.ts",
   "packages/opkit/src/generate/crd.int.test.ts",
+  "packages/opkit/src/migrate/storage.int.test.ts",
+  "packages/opkit/src/migrate/upgrade.int.test.ts",
   "operators/acme-namespace/test/acmenamespace.int.test.ts",
   "operators/appservice/test/appservice.int.test.ts",
   "operators/appservice/test/sharding.int.test.ts",

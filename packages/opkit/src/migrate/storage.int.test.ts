@@ -33,6 +33,11 @@ const CrateV1 = defineKind({ group, version: "v1", kind: "Crate", spec, storage:
 const CrateV1Old = defineKind({ group, version: "v1", kind: "Crate", spec, storage: false });
 const CrateV2 = defineKind({ group, version: "v2", kind: "Crate", spec, storage: true });
 const CRATES = `${CrateV1.plural}.${group}`;
+// And one for the in-tree migrator's test.
+const BinV1 = defineKind({ group, version: "v1", kind: "Bin", spec, storage: true });
+const BinV1Old = defineKind({ group, version: "v1", kind: "Bin", spec, storage: false });
+const BinV2 = defineKind({ group, version: "v2", kind: "Bin", spec, storage: true });
+const BINS = `${BinV1.plural}.${group}`;
 
 describe("migrateStorage", () => {
   let env: TestEnv;
@@ -42,6 +47,7 @@ describe("migrateStorage", () => {
   after(async () => {
     await env.client.delete(Crds, CRD_NAME).catch(() => undefined);
     await env.client.delete(Crds, CRATES).catch(() => undefined);
+    await env.client.delete(Crds, BINS).catch(() => undefined);
     await env.cleanup();
   });
 
@@ -164,6 +170,25 @@ describe("migrateStorage", () => {
       return JSON.stringify(crd.status?.storedVersions) === JSON.stringify(["v2"]);
     });
     const stored = await env.controlPlane.stored(`/registry/${group}/${CrateV1.plural}/${ns}/`);
+    assert.equal(stored.length, 20);
+    assert.deepEqual([...new Set(stored.map((e) => (e.value as KubeObject).apiVersion))], [`${group}/v2`]);
+  });
+  it("uses the cluster's StorageVersionMigration where the release serves it (GA in 1.37)", async (t) => {
+    if (!env.requires(t, { minVersion: "1.37", what: "storagemigration.k8s.io/v1, on by default" })) return;
+    const client = env.client;
+    const ns = await env.namespace("migrate-svm");
+    await env.installCrds([crdFor(BinV1)]);
+    await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        client.create(BinV1.new(`b-${i}`, { size: i }, { namespace: ns })),
+      ),
+    );
+    await env.installCrds([crdFor(defineKindVersions([BinV1Old, BinV2]))]);
+    const result = await migrateStorage(client, BINS, { inTreeTimeoutMs: 120_000 });
+    t.diagnostic(`in-tree migration: ${result.method}, ${(result.elapsedMs / 1000).toFixed(1)} s`);
+    assert.equal(result.method, "in-tree", "the cluster's migrator did the work");
+    assert.deepEqual((await client.get(Crds, BINS)).status?.storedVersions, ["v2"]);
+    const stored = await env.controlPlane.stored(`/registry/${group}/${BinV1.plural}/${ns}/`);
     assert.equal(stored.length, 20);
     assert.deepEqual([...new Set(stored.map((e) => (e.value as KubeObject).apiVersion))], [`${group}/v2`]);
   });
