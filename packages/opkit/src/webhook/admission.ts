@@ -419,6 +419,7 @@ export function validator<T extends KubeObject>(
   functions: ValidatorFunctions<T>,
   options: WebhookOptions = {},
 ): Validator<T> {
+  // Long on purpose: the returned object's methods share the resolved options and the one `run` they call.
   const r = resolveOptions("validator", "validate", kind, options);
   const operations: Operation[] = [];
   if (functions.create) operations.push("CREATE");

@@ -150,6 +150,7 @@ function assemble(source: KubeObject, body: unknown, apiVersion: string, fn: str
 export function conversion<H extends KubeObject, S extends readonly KubeObject[]>(
   def: ConversionDefinition<H, S>,
 ): ConversionWebhook {
+  // Long on purpose: the hub/spoke checks and the `convert` closure over them read as one definition.
   const hub = def.hub as ConversionKind;
   const spokes = def.spokes as unknown as readonly AnySpoke[];
   if (!hub?.apiVersion || !hub.plural || !hub.group)
