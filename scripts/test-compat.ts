@@ -9,8 +9,8 @@
  * A release that is not built is built first (about 20 minutes each on 2 cores) unless --no-build, which
  * marks it "not built" in the table instead. Each release's results are kept in
  * `<opkit cache>/compat/<version>.json`, so releases can be run one at a time (`--versions`) and the table
- * still covers every supported release (with the date of each one's last run). Exits 1 when any test failed
- * on a release run now.
+ * still covers every supported release (with the date of each one's last run); `--files` reruns some files
+ * and replaces only their results. Exits 1 when any test failed on a release run now.
  */
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -138,7 +138,13 @@ for (const version of versions) {
     .map((l) => JSON.parse(l) as CompatRecord);
   if (code !== 0 && !records.some((r) => r.outcome === "fail"))
     records.push({ file: "(run)", name: `node --test exited ${code}`, outcome: "fail", ms: 0 });
-  const run: VersionRun = { version, records, ms: Date.now() - started, date: today() };
+  let run: VersionRun = { version, records, ms: Date.now() - started, date: today() };
+  if (values.files && existsSync(resultFile(version))) {
+    // A rerun of some files: their new results replace theirs among the release's last full run.
+    const rerun = new Set(values.files.split(",").map((f) => join(root, f)));
+    const last = JSON.parse(await readFile(resultFile(version), "utf8")) as VersionRun;
+    run = { ...last, records: [...last.records.filter((r) => !rerun.has(r.file)), ...records] };
+  }
   runs.push(run);
   await mkdir(resultsDir, { recursive: true });
   await writeFile(resultFile(version), JSON.stringify(run));
