@@ -5,12 +5,13 @@
  * passed in docs/compatibility.md (between the markers of its "Kubernetes versions" section).
  *
  *   node --conditions=opkit-source scripts/test-compat.ts [--versions 1.34,1.35] [--files a,b] [--no-build] [--no-docs]
+ *   node --conditions=opkit-source scripts/test-compat.ts --table-only   # the table from the kept results
  *
  * A release that is not built is built first (about 20 minutes each on 2 cores) unless --no-build, which
  * marks it "not built" in the table instead. Each release's results are kept in
  * `<opkit cache>/compat/<version>.json`, so releases can be run one at a time (`--versions`) and the table
- * still covers every supported release (with the date of each one's last run). Exits 1 when any test failed
- * on a release run now.
+ * still covers every supported release (with the date of each one's last run); `--files` reruns some files
+ * and replaces only their results. Exits 1 when any test failed on a release run now.
  */
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -64,6 +65,7 @@ const { values } = parseArgs({
   options: {
     versions: { type: "string" },
     files: { type: "string" },
+    "table-only": { type: "boolean", default: false },
     build: { type: "boolean", default: true },
     "no-build": { type: "boolean", default: false },
     docs: { type: "boolean", default: true },
@@ -111,7 +113,7 @@ function runSubset(version: string, out: string): Promise<number> {
 const today = (): string => new Date().toISOString().slice(0, 10);
 const runs: VersionRun[] = [];
 const dir = await mkdtemp(join(tmpdir(), "opkit-compat-"));
-for (const version of versions) {
+for (const version of values["table-only"] ? [] : versions) {
   const started = Date.now();
   console.log(`\n=== Kubernetes ${version} ===`);
   if (missingBinaries(version).length > 0) {
@@ -140,7 +142,13 @@ for (const version of versions) {
     .map((l) => JSON.parse(l) as CompatRecord);
   if (code !== 0 && !records.some((r) => r.outcome === "fail"))
     records.push({ file: "(run)", name: `node --test exited ${code}`, outcome: "fail", ms: 0 });
-  const run: VersionRun = { version, records, ms: Date.now() - started, date: today() };
+  let run: VersionRun = { version, records, ms: Date.now() - started, date: today() };
+  if (values.files && existsSync(resultFile(version))) {
+    // A rerun of some files: their new results replace theirs among the release's last full run.
+    const rerun = new Set(values.files.split(",").map((f) => join(root, f)));
+    const last = JSON.parse(await readFile(resultFile(version), "utf8")) as VersionRun;
+    run = { ...last, records: [...last.records.filter((r) => !rerun.has(r.file)), ...records] };
+  }
   runs.push(run);
   await mkdir(resultsDir, { recursive: true });
   await writeFile(resultFile(version), JSON.stringify(run));

@@ -334,7 +334,9 @@ describe("AppService operator, sharded", () => {
 
       // Server-side filtering: what each replica received and caches.
       const serverFigures = await touchAndMeasure(replicas, "1", false);
-      process.stderr.write(`server-side filtering, per replica: ${JSON.stringify(serverFigures)}\n`);
+      process.stderr.write(
+        `${serverSide ? "server" : "client"}-side filtering, per replica: ${JSON.stringify(serverFigures)}\n`,
+      );
       const totalCached = serverFigures.reduce((a, f) => a + f.cached, 0);
       for (const f of serverFigures) {
         // An AppService, its Deployment and its Service per key it holds (how many depends on how the

@@ -13,6 +13,7 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { Cache } from "../../cache/cache.ts";
 import { useTestEnv, type TestEnv } from "../../testenv/testing.ts";
+import { KUBERNETES_VERSION } from "../../testenv/versions.ts";
 import { KubeClient } from "../client.ts";
 import { InvalidError, UnknownKindError } from "../errors.ts";
 import { kindRef, type KubeObject, type WatchEvent } from "../types.ts";
@@ -428,7 +429,21 @@ describe("protobuf lists against opkit env", () => {
           abort.abort();
         }
       };
-      assert.equal(JSON.stringify(await bookmark(env.client)), JSON.stringify(await bookmark(json)), key);
+      const fromProtobuf = JSON.stringify(await bookmark(env.client));
+      const fromJson = JSON.stringify(await bookmark(json));
+      // The messages are generated from the default release's Go types: another release may write a zero
+      // member its types do not omit (1.34's ResourceSlice writes "devices": null; 1.36 omits it), which
+      // protobuf cannot tell from an absent one. There the two agree once nulls are dropped.
+      if (env.kubernetesVersion !== KUBERNETES_VERSION && fromProtobuf !== fromJson) {
+        assert.equal(
+          fromProtobuf,
+          JSON.stringify(JSON.parse(fromJson, (_, v: unknown) => v ?? undefined)),
+          key,
+        );
+        process.stderr.write(
+          `${key} on ${env.kubernetesVersion}: a null member reads as absent from protobuf\n`,
+        );
+      } else assert.equal(fromProtobuf, fromJson, key);
       kinds++;
     }
     assert.ok(kinds >= 40, `compared ${kinds} kinds`);
