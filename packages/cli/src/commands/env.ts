@@ -135,6 +135,11 @@ export function envCommand(): Command {
       "feature gates for kube-apiserver, kube-controller-manager and kube-scheduler, e.g. ShardedListAndWatch=true",
       "",
     )
+    .option(
+      "--runtime-config <apis>",
+      "API group/versions kube-apiserver serves beyond its defaults, e.g. storagemigration.k8s.io/v1beta1=true (with --feature-gates StorageVersionMigrator=true on 1.36)",
+      "",
+    )
     .option(...versionOpt)
     .addHelpText(
       "after",
@@ -149,6 +154,7 @@ export function envCommand(): Command {
         nodeCpu: string;
         nodeMemory: string;
         featureGates: string;
+        runtimeConfig: string;
         kubernetesVersion?: string;
       }) => {
         const cp = new ControlPlane(o.name);
@@ -159,6 +165,7 @@ export function envCommand(): Command {
           nodeCpu: o.nodeCpu,
           nodeMemory: o.nodeMemory,
           featureGates: o.featureGates,
+          runtimeConfig: o.runtimeConfig,
           onBuildProgress: buildReporter(),
           onProgress: (m) => process.stderr.write(`${m}\n`),
         });

@@ -184,7 +184,8 @@ describe("migrateStorage", () => {
       ),
     );
     await env.installCrds([crdFor(defineKindVersions([BinV1Old, BinV2]))]);
-    const result = await migrateStorage(client, BINS, { inTreeTimeoutMs: 120_000 });
+    // The migrator starts once the garbage collector watches the new resource: up to a few minutes after the CRD.
+    const result = await migrateStorage(client, BINS, { inTreeTimeoutMs: 300_000 });
     t.diagnostic(`in-tree migration: ${result.method}, ${(result.elapsedMs / 1000).toFixed(1)} s`);
     assert.equal(result.method, "in-tree", "the cluster's migrator did the work");
     assert.deepEqual((await client.get(Crds, BINS)).status?.storedVersions, ["v2"]);

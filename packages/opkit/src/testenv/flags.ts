@@ -67,6 +67,9 @@ export function allComponentArgs(s: EnvState, c: ComponentName): string[] {
       return [
         `--etcd-servers=http://127.0.0.1:${s.ports.etcd}`,
         `--etcd-prefix=/registry`,
+        ...(s.settings.runtimeConfig && Object.keys(s.settings.runtimeConfig).length
+          ? [`--runtime-config=${formatFeatureGates(s.settings.runtimeConfig)}`]
+          : []),
         `--secure-port=${s.ports["kube-apiserver"]}`,
         "--bind-address=127.0.0.1",
         `--advertise-address=${s.advertiseAddress}`,

@@ -41,6 +41,7 @@ export {
   DEFAULT_COMPONENT_BURST,
   InvalidEnvOptionError,
   parseFeatureGates,
+  parseRuntimeConfig,
   type EnvOptions,
 } from "./settings.ts";
 export type { NodeSpec, NodeTaint } from "./nodes.ts";

@@ -7,6 +7,7 @@ import {
   checkQuantity,
   formatFeatureGates,
   parseFeatureGates,
+  parseRuntimeConfig,
   resolveSettings,
   settingsDiff,
 } from "./settings.ts";
@@ -125,6 +126,34 @@ describe("simulated node objects", () => {
       () => nodeObject({ name: "n", capacity: { pods: "1.5" } }, defaults),
       "node n capacity",
       /whole number/,
+    );
+  });
+});
+
+describe("runtimeConfig (kube-apiserver --runtime-config)", () => {
+  it("parses group/version=bool entries, recorded in the settings and given to kube-apiserver only", () => {
+    assert.deepEqual(parseRuntimeConfig("storagemigration.k8s.io/v1beta1=true, api/all=false,"), {
+      "storagemigration.k8s.io/v1beta1": true,
+      "api/all": false,
+    });
+    const { settings } = resolveSettings({ runtimeConfig: "storagemigration.k8s.io/v1beta1=true" });
+    assert.deepEqual(settings.runtimeConfig, { "storagemigration.k8s.io/v1beta1": true });
+    assert.equal(
+      resolveSettings({}).settings.runtimeConfig,
+      undefined,
+      "nothing recorded when not asked for",
+    );
+  });
+
+  it("refuses malformed entries, naming the flag", () => {
+    assert.throws(
+      () => parseRuntimeConfig("storagemigration.k8s.io/v1beta1=yes"),
+      /--runtime-config: give <group>\/<version>=true/,
+    );
+    assert.throws(() => parseRuntimeConfig("Not A Group=true"), /--runtime-config/);
+    assert.throws(
+      () => resolveSettings({ runtimeConfig: { "bad group/v1": true } }),
+      /runtimeConfig: "bad group\/v1" is not an API group\/version/,
     );
   });
 });

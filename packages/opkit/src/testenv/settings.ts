@@ -57,6 +57,12 @@ export interface EnvOptions {
   /** Feature gates, as a map or as the `Key=true,Other=false` text of `--feature-gates`. */
   featureGates?: Record<string, boolean> | string;
   /**
+   * API groups/versions kube-apiserver serves beyond its defaults (or stops serving), as a map or as the
+   * `group/version=true,...` text of `--runtime-config`, e.g. `storagemigration.k8s.io/v1beta1=true` for
+   * the StorageVersionMigration API, beta and off by default in 1.36.
+   */
+  runtimeConfig?: Record<string, boolean> | string;
+  /**
    * The Kubernetes release: a supported minor ("1.34", its tested patch) or a full version ("v1.34.2");
    * default `$OPKIT_KUBERNETES_VERSION`, else KUBERNETES_VERSION.
    */
@@ -144,6 +150,46 @@ export function checkFeatureGates(gates: Record<string, boolean>): Record<string
   return out;
 }
 
+// An API group/version of --runtime-config: "api/all", "v1", or "<group>/<version>".
+const API_VERSION_RE = /^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?\/)?[a-z0-9]{1,63}$/;
+
+/**
+ * Parse the `--runtime-config` text (`storagemigration.k8s.io/v1beta1=true,...`) into a map; the errors
+ * name the flag and the entry.
+ */
+export function parseRuntimeConfig(text: string): Record<string, boolean> {
+  const out: Record<string, boolean> = {};
+  for (const item of text
+    .split(",")
+    .map((i) => i.trim())
+    .filter(Boolean)) {
+    const [key = "", value = "true"] = item.split("=");
+    if (!API_VERSION_RE.test(key) || (value !== "true" && value !== "false"))
+      throw new InvalidEnvOptionError(
+        "--runtime-config",
+        `give <group>/<version>=true or =false (e.g. storagemigration.k8s.io/v1beta1=true), got "${item.slice(0, 120)}"`,
+      );
+    out[key] = value === "true";
+  }
+  return out;
+}
+
+/** Check a runtime-config map given in code: API group/versions as keys, booleans as values. */
+export function checkRuntimeConfig(config: Record<string, boolean>): Record<string, boolean> {
+  const out: Record<string, boolean> = {};
+  for (const [key, value] of Object.entries(config)) {
+    if (!API_VERSION_RE.test(key))
+      throw new InvalidEnvOptionError("runtimeConfig", `"${key.slice(0, 100)}" is not an API group/version`);
+    if (typeof value !== "boolean")
+      throw new InvalidEnvOptionError(
+        "runtimeConfig",
+        `${key} must be true or false, got ${JSON.stringify(value)}`,
+      );
+    out[key] = value;
+  }
+  return out;
+}
+
 /** Feature gates as the components' `--feature-gates` value, sorted so the flag is stable. */
 export function formatFeatureGates(gates: Record<string, boolean>): string {
   return Object.keys(gates)
@@ -186,12 +232,17 @@ export function resolveSettings(opts: EnvOptions = {}): {
     typeof opts.featureGates === "string"
       ? parseFeatureGates(opts.featureGates)
       : checkFeatureGates(opts.featureGates ?? {});
+  const runtimeConfig =
+    typeof opts.runtimeConfig === "string"
+      ? parseRuntimeConfig(opts.runtimeConfig)
+      : checkRuntimeConfig(opts.runtimeConfig ?? {});
   return {
     nodes,
     kubernetesVersion,
     settings: {
       serviceClusterIPRange: DEFAULT_SERVICE_CLUSTER_IP_RANGE,
       featureGates,
+      ...(Object.keys(runtimeConfig).length ? { runtimeConfig } : {}),
       componentQps: DEFAULT_COMPONENT_QPS,
       componentBurst: DEFAULT_COMPONENT_BURST,
       nodeCapacity: {
@@ -228,6 +279,11 @@ export function settingsDiff(
     "--feature-gates",
     formatFeatureGates(running.settings.featureGates),
     formatFeatureGates(requested.settings.featureGates),
+  );
+  cmp(
+    "--runtime-config",
+    formatFeatureGates(running.settings.runtimeConfig ?? {}),
+    formatFeatureGates(requested.settings.runtimeConfig ?? {}),
   );
   return diffs;
 }

@@ -44,6 +44,8 @@ export interface EnvSettings {
   serviceClusterIPRange: string;
   /** Feature gates given to kube-apiserver, kube-controller-manager and kube-scheduler. */
   featureGates: Record<string, boolean>;
+  /** API group/versions kube-apiserver serves or stops serving beyond its defaults (`--runtime-config`). */
+  runtimeConfig?: Record<string, boolean>;
   /** Client rate limit of kube-controller-manager and kube-scheduler (`--kube-api-qps`, `--kube-api-burst`). */
   componentQps: number;
   /** Client burst of kube-controller-manager and kube-scheduler. */
