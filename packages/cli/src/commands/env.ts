@@ -70,6 +70,7 @@ const versionOpt = [
 const mb = (bytes: number): string => `${(bytes / 1024 / 1024).toFixed(0)} MB`;
 
 export function envCommand(): Command {
+  // Long on purpose: commander definitions, one chained call per command and option.
   const env = new Command("env").description(
     `a real local Kubernetes control plane (Kubernetes ${SUPPORTED_KUBERNETES_VERSIONS.join(", ")}; default ${KUBERNETES_VERSION}; etcd ${ETCD_VERSION}, kwok ${KWOK_VERSION})`,
   );

@@ -344,6 +344,7 @@ export async function dryRunAll(
 }
 
 export function generateCommands(): Command[] {
+  // Long on purpose: commander definitions, one chained call per command and option.
   const generate = new Command("generate")
     .description(
       "write CRDs, RBAC, manifests (config/), a Helm chart (chart/) and a Dockerfile from src/operator.ts",

@@ -204,6 +204,7 @@ function reportRegistration(p: Promise<boolean> | undefined): void {
 }
 
 export function operatorCommands(): Command[] {
+  // Long on purpose: commander definitions, one chained call per command and option.
   const install = new Command("install")
     .description("apply the project's CRDs to the current cluster")
     .option("--dir <dir>", "project directory", ".")

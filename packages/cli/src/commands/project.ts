@@ -457,6 +457,7 @@ async function kindVersions(root: string, lower: string): Promise<{ versions: st
  * runs with the real API server calling them.
  */
 export async function createWebhook(dir: string, opts: CreateWebhookOptions): Promise<string[]> {
+  // Long on purpose: the project's checks, each webhook kind's files, then their registration, each step using the one before.
   const root = resolve(dir);
   const operatorFile = join(root, "src", "operator.ts");
   if (!existsSync(operatorFile))
@@ -581,6 +582,7 @@ async function addDevDependency(root: string, name: string, range: string): Prom
 }
 
 export function projectCommands(): Command[] {
+  // Long on purpose: commander definitions, one chained call per command and option.
   const init = new Command("init")
     .description("create a new operator project that installs, builds and passes its own tests")
     .argument("[dir]", "project directory: new or empty; its name is the project's name", ".")

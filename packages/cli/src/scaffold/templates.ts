@@ -349,6 +349,7 @@ test("the ${c.kind} conversion round-trips every version through the hub", async
 
 /** test/<kind>-webhook.int.test.ts: the real API server calls the webhooks. */
 export function webhookTestTs(w: WebhookVars, conv?: ConversionVars): string {
+  // Long on purpose: a template: most lines are the generated test's own text.
   const ns = w.clusterScoped ? "" : ", { namespace: ns }";
   const nsOpt = w.clusterScoped ? "" : "{ namespace: ns }";
   const handlers = [

@@ -176,6 +176,7 @@ function nodeMajorOf(image: string): number | undefined {
 
 /** Build every stage of the Dockerfile in `opts.work`; throws at the first step that would fail. */
 export async function replayDockerfile(opts: ReplayOptions): Promise<Replay> {
+  // Long on purpose: one pass over the Dockerfile's instructions, a few lines per instruction.
   const text = await readFile(opts.dockerfile ?? join(opts.context, "Dockerfile"), "utf8");
   const instructions = parseDockerfile(text);
   const contextDir = join(opts.work, "context");

@@ -588,6 +588,7 @@ class SchemaFile extends GvFile {
     indent: string,
     mapKey: string | undefined,
   ): string {
+    // Long on purpose: one switch over the OpenAPI node kinds, a few lines each.
     for (const key of Object.keys(node))
       if (!KNOWN.has(key) && !DROPPED.has(key))
         throw new BuiltinSchemaError(

@@ -185,6 +185,7 @@ function normalizeRule(rule: PolicyRule): PolicyRule {
  * The ServiceAccount itself is not included (see `manifestsFor`).
  */
 export async function rbacFor(input: RbacInput): Promise<KubeObject[]> {
+  // Long on purpose: one pass over the controllers fills one map of verbs per kind, then the rules are written from it.
   if (!input.name) throw new RbacGenerationError("rbacFor: `name` is empty: pass the operator's name");
   if (!input.namespace) {
     throw new RbacGenerationError("rbacFor: `namespace` is empty: pass the namespace the operator runs in");

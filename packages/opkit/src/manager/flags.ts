@@ -257,6 +257,7 @@ export function parseOperatorFlags(
   declared: Readonly<Record<string, FlagSpec>> = {},
   options: { interactive?: boolean } = {},
 ): OperatorFlags {
+  // Long on purpose: the flags are read in one place so that flag, environment and default keep one order of precedence.
   const values = parseCommandLine(argv, declared);
 
   const read = (name: string, envName: string | undefined, type: "string" | "boolean", dflt: unknown) => {

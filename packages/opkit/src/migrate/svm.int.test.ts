@@ -12,7 +12,8 @@ import { KubeClient } from "../client/client.ts";
 import { kindRef, type KubeObject } from "../client/types.ts";
 import { crdFor } from "../generate/crd.ts";
 import { installCrds } from "../client/crds.ts";
-import { ControlPlane, KUBERNETES_VERSION, startOwnedEnv } from "../testenv/index.ts";
+import type { ControlPlane } from "../testenv/index.ts";
+import { KUBERNETES_VERSION, startOwnedEnv } from "../testenv/index.ts";
 import { migrateStorage } from "./storage.ts";
 
 const group = "svm.opkit.dev";

@@ -136,6 +136,7 @@ export class ControlPlane {
    * nothing and reports the requested settings the env does not have in `differences`.
    */
   async up(opts: UpOptions = {}): Promise<UpResult> {
+    // Long on purpose: the start-up steps in their order (build, certificates, each component, nodes); the order is the logic.
     const clock = this.clock;
     const started = clock.now();
     const say = opts.onProgress ?? (() => undefined);

@@ -46,6 +46,7 @@ export function componentArgs(s: EnvState, c: ComponentName): string[] {
 
 /** Every flag opkit gives `c`, whether or not its release has it. */
 export function allComponentArgs(s: EnvState, c: ComponentName): string[] {
+  // Long on purpose: one flag list per component, data more than code.
   const pki = (f: string): string => pkiFile(s.dir, f);
   const gates = formatFeatureGates(s.settings.featureGates);
   const gateFlag = gates ? [`--feature-gates=${gates}`] : [];

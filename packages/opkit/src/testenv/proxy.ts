@@ -53,6 +53,7 @@ export interface TcpProxy {
  * `kubeConfigVia` to point a client at it.
  */
 export async function startTcpProxy(targetPort: number, targetHost = "127.0.0.1"): Promise<TcpProxy> {
+  // Long on purpose: the proxy's fault controls share the live connections held in this closure.
   const open = new Set<Socket>();
   // Client, upstream and, on a throttled connection, the stream that slows the upstream's bytes.
   type Pair = [Socket, Socket, Transform | undefined];

@@ -221,6 +221,7 @@ export function kwokConfiguration(): string {
 
 /** All stages, as one multi-document YAML file. */
 export function kwokStages(): string {
+  // Long on purpose: the kwok stage definitions are data.
   return [
     stage(
       "opkit-node-initialize",

@@ -153,6 +153,7 @@ export function useTestEnv(opts: EnvOptions = {}): Promise<TestEnv> {
 }
 
 async function openTestEnv(opts: EnvOptions): Promise<TestEnv> {
+  // Long on purpose: the TestEnv's methods close over its one client and the namespaces and nodes it cleans up.
   const sharedName = process.env[TEST_ENV_VARIABLE];
   let cp: ControlPlane;
   let owned = false;
