@@ -16,6 +16,7 @@ import { useTestEnv, type TestEnv } from "../../testenv/testing.ts";
 import { KUBERNETES_VERSION } from "../../testenv/versions.ts";
 import { KubeClient } from "../client.ts";
 import { InvalidError, UnknownKindError } from "../errors.ts";
+import { ProtobufDecodeError } from "./decode.ts";
 import { kindRef, type KubeObject, type WatchEvent } from "../types.ts";
 import { KINDS } from "./messages.ts";
 
@@ -429,7 +430,16 @@ describe("protobuf lists against opkit env", () => {
           abort.abort();
         }
       };
-      const fromProtobuf = JSON.stringify(await bookmark(env.client));
+      let fromProtobuf: string;
+      try {
+        fromProtobuf = JSON.stringify(await bookmark(env.client));
+      } catch (err) {
+        // A newer release's field the pinned messages do not describe: the client reads the kind as JSON
+        // from then on (the fallback under test on such a release), so the next watch must succeed.
+        if (!(err instanceof ProtobufDecodeError) || env.kubernetesVersion === KUBERNETES_VERSION) throw err;
+        process.stderr.write(`${key} on ${env.kubernetesVersion}: ${err.message}; read as JSON since\n`);
+        fromProtobuf = JSON.stringify(await bookmark(env.client));
+      }
       const fromJson = JSON.stringify(await bookmark(json));
       // The messages are generated from the default release's Go types: another release may write a zero
       // member its types do not omit (1.34's ResourceSlice writes "devices": null; 1.36 omits it), which
