@@ -53,7 +53,7 @@ function record(client: KubeClient, namespace: string, configMap: string, lease:
     try {
       for await (const ev of events) {
         if (ev.type !== "ADDED" && ev.type !== "MODIFIED") continue;
-        on(ev.object as T, BigInt(ev.object.metadata.resourceVersion ?? "0"));
+        on(ev.object, BigInt(ev.object.metadata.resourceVersion ?? "0"));
       }
     } catch (err) {
       if (!abort.signal.aborted) throw err;
@@ -134,15 +134,16 @@ describe("a leader that may have lost its Lease cannot write (real API server)",
     const clientB = await KubeClient.load({ kubeconfig: env.kubeconfigPath, fieldManager: "writer-b" });
     const common = { namespace: ns, lease: "blackhole", configMap: "blackhole" };
     const a = await fencedWriter({ ...common, client: clientA, identity: "a" });
-    let b: Awaited<ReturnType<typeof fencedWriter>> | undefined;
+    const late: { b?: Awaited<ReturnType<typeof fencedWriter>> } = {};
     t.after(async () => {
       proxy.heal();
-      await Promise.all([a.stop(), b?.stop()]);
+      await Promise.all([a.stop(), late.b?.stop()]);
       await rec.stop();
       await proxy.close();
     });
     await waitFor("a leads and writes", () => a.manager.leading && rec.count("a") >= 5);
-    b = await fencedWriter({ ...common, client: clientB, identity: "b" });
+    const b = await fencedWriter({ ...common, client: clientB, identity: "b" });
+    late.b = b;
     await sleep(1_000); // b sees a renewing
 
     // Renewals go every 0.5 s and take a few ms: the black hole freezes what is in flight (a renewal, a
@@ -175,7 +176,7 @@ describe("a leader that may have lost its Lease cannot write (real API server)",
       args: [env.kubeconfigPath, ns, "paused", "paused", "a"],
     });
     const clientB = await KubeClient.load({ kubeconfig: env.kubeconfigPath, fieldManager: "writer-b" });
-    let b: Awaited<ReturnType<typeof fencedWriter>> | undefined;
+    const late: { b?: Awaited<ReturnType<typeof fencedWriter>> } = {};
     t.after(async () => {
       // A stopped process keeps SIGTERM pending: continue it first (only the child this test started).
       try {
@@ -184,18 +185,19 @@ describe("a leader that may have lost its Lease cannot write (real API server)",
         // already exited
       }
       await child.stop();
-      await b?.stop();
+      await late.b?.stop();
       await rec.stop();
     });
     await child.waitForLine(/^leading$/);
     await waitFor("a writes", () => rec.count("a") >= 5);
-    b = await fencedWriter({
+    const b = await fencedWriter({
       namespace: ns,
       lease: "paused",
       configMap: "paused",
       client: clientB,
       identity: "b",
     });
+    late.b = b;
     await sleep(1_000);
 
     process.kill(child.pid, "SIGSTOP");

@@ -18,8 +18,9 @@ export const TIMINGS = { leaseDurationMs: 3_000, renewDeadlineMs: 2_000, retryPe
 export interface WriterStats {
   /** Writes the server answered. */
   written: number;
-  /** Writes the fence refused before sending, and cut in flight. */
+  /** Writes the fence refused before sending. */
   fenced: number;
+  /** Writes the fence cut in flight. */
   cut: number;
   /** Other failures. */
   failed: number;
