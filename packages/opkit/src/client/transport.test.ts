@@ -627,3 +627,27 @@ describe("Transport write fence", () => {
     );
   });
 });
+
+describe("Transport write fence, answers", () => {
+  it("cuts a write whose answer is being read when the fence closes, and does not retry it", async () => {
+    const clock = new FakeClock();
+    const fence = new WriteFence({ clock });
+    fence.openUntil(1_000);
+    let headersSent = false;
+    await withServer(
+      () => (res) => {
+        res.writeHead(200, { "content-type": "application/json" });
+        res.write('{"partial":');
+        headersSent = true;
+      },
+      async (t, srv) => {
+        const p = t.request({ method: "PUT", path: "/w", body: {}, fence, idempotent: true });
+        while (!headersSent) await new Promise((r) => setTimeout(r, 5));
+        await new Promise((r) => setTimeout(r, 50));
+        clock.advance(1_000);
+        await assert.rejects(p, (e: unknown) => e instanceof FencedWriteError && e.inFlight);
+        assert.equal(srv.requests.length, 1, "not retried");
+      },
+    );
+  });
+});

@@ -341,7 +341,12 @@ export class Transport {
   private async send(
     opts: RequestOptions,
     info: RequestInfo,
-  ): Promise<{ res: Dispatcher.ResponseData; authState: number; dispatcher: Dispatcher }> {
+  ): Promise<{
+    res: Dispatcher.ResponseData;
+    authState: number;
+    dispatcher: Dispatcher;
+    signal: AbortSignal | undefined;
+  }> {
     const { signal: callerSignal } = opts;
     if (this.closed) throw new ConnectionError(info, new Error("the client is closed"), true);
     if (callerSignal?.aborted) throw new RequestAbortedError(info, callerSignal.reason);
@@ -389,7 +394,7 @@ export class Transport {
       });
       report(res.statusCode);
       this.noteWarnings(res.headers.warning, info);
-      return { res, authState, dispatcher };
+      return { res, authState, dispatcher, signal };
     } catch (err) {
       report(0);
       if (signal?.aborted)
@@ -463,8 +468,11 @@ export class Transport {
           consuming = true;
           return await consume(typedErrors(res.body, info, opts.signal), type);
         }
-        ({ text, status } = await this.readFailure(res, type, opts.signal, info));
+        // With the fence's signal: a fence that closes while the answer is read cuts it too.
+        ({ text, status } = await this.readFailure(res, type, sent.signal, info));
       } catch (err) {
+        // A write whose answer the fence cut: its outcome is unknown, and it must not be retried.
+        if (err instanceof RequestAbortedError && opts.fence) throw opts.fence.cut(info, err.reason) ?? err;
         // An answer silent past its idle timeout is on a dead connection, as a watch's is (see `stream`):
         // stop reusing it, or the next request waits for undici's probe of it (the idle timeout again).
         if (err instanceof ConnectionError && isTimeout(err.cause) && dispatcher)
