@@ -12,7 +12,14 @@ import {
 } from "./config.ts";
 import { NotFoundError } from "./errors.ts";
 import { RestMapper, resourcePath, type ResourceMapping } from "./mapping.ts";
-import { Transport, defaultUserAgent, type QueryValue, type TransportOptions } from "./transport.ts";
+import type { WriteFence } from "./fence.ts";
+import {
+  Transport,
+  defaultUserAgent,
+  type QueryValue,
+  type RequestOptions,
+  type TransportOptions,
+} from "./transport.ts";
 import { parseListBody } from "./liststream.ts";
 import { ProtobufDecodeError, protobufMessage } from "./protobuf/decode.ts";
 import { PROTOBUF, parseProtobufList } from "./protobuf/list.ts";
@@ -57,6 +64,12 @@ export interface ClientDefaults {
    * ownership of fields is not attributed to someone else).
    */
   fieldManager?: string;
+  /**
+   * Consulted before each write of this view and the views made from it (reads are not fenced): once it
+   * closes, writes fail with FencedWriteError and those in flight are cut. The manager fences its
+   * client with the leader election's renewals.
+   */
+  fence?: WriteFence;
 }
 
 /** The namespace of a namespaced kind (ignored for cluster-scoped kinds). */
@@ -287,14 +300,17 @@ export class KubeClient {
   readonly signal: AbortSignal | undefined;
   private readonly isView: boolean;
   private readonly shared: Shared;
+  private readonly fence: WriteFence | undefined;
 
   private constructor(
     shared: Shared,
     fieldManager: string,
     signal: AbortSignal | undefined,
     isView: boolean,
+    fence?: WriteFence,
   ) {
     this.shared = shared;
+    this.fence = fence;
     this.transport = shared.transport;
     this.mapper = shared.mapper;
     this.config = shared.config;
@@ -353,12 +369,20 @@ export class KubeClient {
       defaults.fieldManager ?? this.fieldManager,
       combine(this.signal, defaults.signal),
       true,
+      defaults.fence ?? this.fence,
     );
   }
 
   /** The REST mapping of a kind (cached discovery). */
   mapping(kind: KindRef, opts: CallOptions = {}): Promise<ResourceMapping> {
     return this.mapper.mapping(kind.apiVersion, kind.kind, this.signalFor(opts));
+  }
+
+  /** A request of this client's: writes go through its fence, if it has one. */
+  private send<R>(opts: RequestOptions): Promise<R> {
+    return this.transport.request<R>(
+      this.fence && opts.method !== "GET" ? { ...opts, fence: this.fence } : opts,
+    );
   }
 
   private signalFor(opts: CallOptions): AbortSignal | undefined {
@@ -473,7 +497,7 @@ export class KubeClient {
     const path = await this.pathFor(kind, signal, obj.metadata.namespace);
     const sub = opts.subresource;
     const full = sub ? `${path}/${encodeURIComponent(obj.metadata.name ?? "")}/${sub}` : path;
-    return this.transport.request<T>({
+    return this.send<T>({
       method: "POST",
       path: full,
       body: obj,
@@ -500,7 +524,7 @@ export class KubeClient {
     const signal = this.signalFor(opts);
     if (!subresource) throw new Error(`createSubresource of ${kind.kind} ${name}: name a subresource`);
     const path = await this.pathFor(kind, signal, opts.namespace, name, subresource);
-    return this.transport.request<R>({
+    return this.send<R>({
       method: "POST",
       path,
       body,
@@ -524,7 +548,7 @@ export class KubeClient {
       nameOf(obj),
       opts.subresource,
     );
-    return this.transport.request<T>({
+    return this.send<T>({
       method: "PUT",
       path,
       body: obj,
@@ -552,7 +576,7 @@ export class KubeClient {
   ): Promise<T> {
     const signal = this.signalFor(opts);
     const path = await this.pathFor(kind, signal, opts.namespace, name, opts.subresource);
-    return this.transport.request<T>({
+    return this.send<T>({
       method: "PATCH",
       path,
       body: patch,
@@ -576,7 +600,7 @@ export class KubeClient {
       nameOf(obj),
       opts.subresource,
     );
-    return this.transport.request<T>({
+    return this.send<T>({
       method: "PATCH",
       path,
       body: obj,
@@ -609,7 +633,7 @@ export class KubeClient {
     const signal = this.signalFor(opts);
     const path = await this.pathFor(kind, signal, opts.namespace, name);
     try {
-      return await this.transport.request<unknown>({
+      return await this.send<unknown>({
         method: "DELETE",
         path,
         body: deleteBody(opts),
@@ -627,7 +651,7 @@ export class KubeClient {
   async deleteAllOf<T extends KubeObject>(kind: KindRef<T>, opts: DeleteAllOfOptions = {}): Promise<unknown> {
     const signal = this.signalFor(opts);
     const path = await this.pathFor(kind, signal, opts.namespace);
-    return this.transport.request<unknown>({
+    return this.send<unknown>({
       method: "DELETE",
       path,
       body: deleteBody(opts),
@@ -711,7 +735,7 @@ export class KubeClient {
     body?: unknown,
     opts: RawOptions = {},
   ): Promise<R> {
-    return this.transport.request<R>({
+    return this.send<R>({
       method,
       path,
       body,

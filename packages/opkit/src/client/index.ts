@@ -28,6 +28,7 @@ export {
   type WriteOptions,
 } from "./client.ts";
 export type { TransportOptions, RequestEvent, ServerWarning } from "./transport.ts";
+export { FencedWriteError, WriteFence, type WriteFenceOptions } from "./fence.ts";
 export { CrdNotReadyError, installCrds, type InstallCrdsOptions } from "./crds.ts";
 export {
   loadClusterConfig,

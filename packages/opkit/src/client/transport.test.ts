@@ -27,6 +27,8 @@ import {
   UnauthorizedError,
 } from "./errors.ts";
 import { FakeClock } from "../clock/index.ts";
+import { KubeClient } from "./client.ts";
+import { FencedWriteError, WriteFence } from "./fence.ts";
 import { createCertificateAuthority } from "../pki/index.ts";
 import { fakeApiServer, status, type Handler, type FakeServer } from "./testdata/fake-apiserver.ts";
 import type { ClusterConfig } from "./config.ts";
@@ -573,6 +575,78 @@ describe("Transport credentials", () => {
           name: "oidc",
           config: { "id-token": idToken, "idp-issuer-url": "https://issuer.invalid", "client-id": "opkit" },
         },
+      },
+    );
+  });
+});
+
+describe("Transport write fence", () => {
+  it("refuses a write while the fence is closed, without sending it; reads of a fenced client pass", async () => {
+    const fence = new WriteFence({ clock: new FakeClock(), name: "lease ns/l" });
+    await withServer(
+      () => OK,
+      async (t, srv) => {
+        await assert.rejects(
+          t.request({ method: "PATCH", path: "/w", body: {}, fence }),
+          (e: unknown) =>
+            e instanceof FencedWriteError && !e.inFlight && /PATCH \/w: not sent/.test(e.message),
+        );
+        assert.equal(srv.requests.length, 0, "nothing reached the server");
+        const client = (await KubeClient.fromConfig({ server: srv.url, token: "t" })).withDefaults({ fence });
+        try {
+          assert.deepEqual(await client.raw("GET", "/r"), { ok: true });
+          await assert.rejects(client.raw("POST", "/w", {}), FencedWriteError);
+          assert.deepEqual(
+            srv.requests.map((r) => `${r.method} ${r.url}`),
+            ["GET /r"],
+          );
+        } finally {
+          await client.transport.destroy();
+        }
+      },
+    );
+  });
+
+  it("cuts a write in flight when the fence closes, destroying its connection, and does not retry it", async () => {
+    const clock = new FakeClock();
+    const fence = new WriteFence({ clock });
+    fence.openUntil(1_000);
+    let socketClosed: Promise<void> | undefined;
+    await withServer(
+      () => (res) => {
+        socketClosed = new Promise((r) => res.socket?.once("close", () => r()));
+      },
+      async (t, srv) => {
+        const p = t.request({ method: "PUT", path: "/w", body: {}, fence, idempotent: true });
+        while (srv.requests.length === 0) await new Promise((r) => setTimeout(r, 5));
+        clock.advance(1_000);
+        await assert.rejects(p, (e: unknown) => e instanceof FencedWriteError && e.inFlight);
+        await socketClosed;
+        assert.equal(srv.requests.length, 1, "an idempotent write cut by the fence is not retried");
+      },
+    );
+  });
+});
+
+describe("Transport write fence, answers", () => {
+  it("cuts a write whose answer is being read when the fence closes, and does not retry it", async () => {
+    const clock = new FakeClock();
+    const fence = new WriteFence({ clock });
+    fence.openUntil(1_000);
+    let headersSent = false;
+    await withServer(
+      () => (res) => {
+        res.writeHead(200, { "content-type": "application/json" });
+        res.write('{"partial":');
+        headersSent = true;
+      },
+      async (t, srv) => {
+        const p = t.request({ method: "PUT", path: "/w", body: {}, fence, idempotent: true });
+        while (!headersSent) await new Promise((r) => setTimeout(r, 5));
+        await new Promise((r) => setTimeout(r, 50));
+        clock.advance(1_000);
+        await assert.rejects(p, (e: unknown) => e instanceof FencedWriteError && e.inFlight);
+        assert.equal(srv.requests.length, 1, "not retried");
       },
     );
   });

@@ -30,6 +30,7 @@ import {
   type KubeApiError,
   type RequestInfo,
 } from "./errors.ts";
+import type { WriteFence } from "./fence.ts";
 import { proxyFor } from "./proxy.ts";
 import { typedErrors } from "./watch.ts";
 import { PROTOBUF, decodeProtobufStatus } from "./protobuf/list.ts";
@@ -80,6 +81,11 @@ export interface RequestOptions {
    * 429 and connections that never sent the request are retried for every request.
    */
   idempotent?: boolean;
+  /**
+   * Consulted before each attempt: when closed, the request fails with FencedWriteError without being
+   * sent, and one in flight when it closes is cut (its connection destroyed). Set on writes only.
+   */
+  fence?: WriteFence;
 }
 
 /** One HTTP exchange, for metrics (`onRequest`). */
@@ -335,16 +341,21 @@ export class Transport {
   private async send(
     opts: RequestOptions,
     info: RequestInfo,
-  ): Promise<{ res: Dispatcher.ResponseData; authState: number; dispatcher: Dispatcher }> {
-    const signal = opts.signal;
+  ): Promise<{
+    res: Dispatcher.ResponseData;
+    authState: number;
+    dispatcher: Dispatcher;
+    signal: AbortSignal | undefined;
+  }> {
+    const { signal: callerSignal } = opts;
     if (this.closed) throw new ConnectionError(info, new Error("the client is closed"), true);
-    if (signal?.aborted) throw new RequestAbortedError(info, signal.reason);
-    if (this.limiter) await this.takeToken(this.limiter, signal, info);
+    if (callerSignal?.aborted) throw new RequestAbortedError(info, callerSignal.reason);
+    if (this.limiter) await this.takeToken(this.limiter, callerSignal, info);
     const headers: Record<string, string | string[]> = {
       accept: opts.accept ?? "application/json",
       "user-agent": this.userAgent,
       // An exec plugin may take seconds; the caller need not wait for it once its signal fires.
-      ...(await raceAbort(this.credentials.headers(), signal, info)),
+      ...(await raceAbort(this.credentials.headers(), callerSignal, info)),
     };
     const authState = this.credentials.authState;
     let body: string | undefined;
@@ -353,6 +364,10 @@ export class Transport {
       body = typeof opts.body === "string" ? opts.body : JSON.stringify(opts.body);
     }
     const dispatcher = await this.currentDispatcher();
+    // Last, after every wait (rate limit, credentials, a new pool): no await between this check and the
+    // request going to its connection. The fence's signal then cuts it if the fence closes before the answer.
+    const fenced = opts.fence?.admit(info);
+    const signal = fenced ? (opts.signal ? AbortSignal.any([opts.signal, fenced]) : fenced) : opts.signal;
     const watch = opts.query?.watch === true;
     const started = performance.now();
     const report = (code: number): void =>
@@ -379,10 +394,11 @@ export class Transport {
       });
       report(res.statusCode);
       this.noteWarnings(res.headers.warning, info);
-      return { res, authState, dispatcher };
+      return { res, authState, dispatcher, signal };
     } catch (err) {
       report(0);
-      if (signal?.aborted) throw new RequestAbortedError(info, signal.reason);
+      if (signal?.aborted)
+        throw opts.fence?.cut(info, signal.reason) ?? new RequestAbortedError(info, signal.reason);
       if (isTimeout(err)) this.resetConnections(dispatcher);
       throw new ConnectionError(info, err, notSent(err));
     }
@@ -452,8 +468,11 @@ export class Transport {
           consuming = true;
           return await consume(typedErrors(res.body, info, opts.signal), type);
         }
-        ({ text, status } = await this.readFailure(res, type, opts.signal, info));
+        // With the fence's signal: a fence that closes while the answer is read cuts it too.
+        ({ text, status } = await this.readFailure(res, type, sent.signal, info));
       } catch (err) {
+        // A write whose answer the fence cut: its outcome is unknown, and it must not be retried.
+        if (err instanceof RequestAbortedError && opts.fence) throw opts.fence.cut(info, err.reason) ?? err;
         // An answer silent past its idle timeout is on a dead connection, as a watch's is (see `stream`):
         // stop reusing it, or the next request waits for undici's probe of it (the idle timeout again).
         if (err instanceof ConnectionError && isTimeout(err.cause) && dispatcher)

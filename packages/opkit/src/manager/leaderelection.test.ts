@@ -6,6 +6,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { FakeClock } from "../clock/index.ts";
 import { ConflictError, ConnectionError, NotFoundError } from "../client/errors.ts";
+import { WriteFence } from "../client/fence.ts";
 import { microTime, type KindRef, type KubeObject } from "../client/types.ts";
 import type { Lease } from "../client/builtins.ts";
 import {
@@ -21,21 +22,31 @@ class MemoryLeases {
   rv = 0;
   writes = 0;
   failing = false;
+  /** Requests never answer while set; they end only when their signal aborts (counted in `aborted`). */
+  hanging = false;
+  aborted = 0;
 
   client(): LeaseClient {
     const req = { method: "GET", path: "/leases" };
-    const check = (): void => {
+    const check = async (opts?: { signal?: AbortSignal }): Promise<void> => {
       if (this.failing) throw new ConnectionError(req, new Error("connect ECONNREFUSED"));
+      if (!this.hanging) return;
+      await new Promise<never>((_, reject) => {
+        opts?.signal?.addEventListener("abort", () => {
+          this.aborted++;
+          reject(new Error("aborted"));
+        });
+      });
     };
     const clone = (l: Lease): Lease => structuredClone(l);
     return {
-      get: (async (_kind: KindRef, _name: string) => {
-        check();
+      get: (async (_kind: KindRef, _name: string, opts?: { signal?: AbortSignal }) => {
+        await check(opts);
         if (!this.lease) throw new NotFoundError(404, { reason: "NotFound" }, req);
         return clone(this.lease);
       }) as LeaseClient["get"],
-      create: (async (obj: KubeObject) => {
-        check();
+      create: (async (obj: KubeObject, opts?: { signal?: AbortSignal }) => {
+        await check(opts);
         if (this.lease) throw new ConflictError(409, { reason: "AlreadyExists" }, req);
         this.lease = {
           ...clone(obj),
@@ -44,8 +55,8 @@ class MemoryLeases {
         this.writes++;
         return clone(this.lease);
       }) as LeaseClient["create"],
-      update: (async (obj: KubeObject) => {
-        check();
+      update: (async (obj: KubeObject, opts?: { signal?: AbortSignal }) => {
+        await check(opts);
         if (!this.lease) throw new NotFoundError(404, { reason: "NotFound" }, req);
         if (obj.metadata.resourceVersion !== this.lease.metadata.resourceVersion) {
           throw new ConflictError(409, { reason: "Conflict" }, req);
@@ -80,8 +91,15 @@ async function advance(clock: FakeClock, ms: number, step = 50): Promise<void> {
 }
 
 /** `jitter` 1 makes every wait the longest the jitter allows. */
-function elector(store: MemoryLeases, clock: FakeClock, identity: string, jitter = 0): LeaderElector {
+function elector(
+  store: MemoryLeases,
+  clock: FakeClock,
+  identity: string,
+  jitter = 0,
+  fence?: WriteFence,
+): LeaderElector {
   return new LeaderElector({
+    fence,
     client: store.client(),
     namespace: "ns",
     name: "l",
@@ -234,6 +252,62 @@ test("renewals that fail for renewDeadline lose leadership before the lease can 
   assert.ok(lostAfter >= 10_000 && lostAfter <= 12_100, `lost after ${lostAfter} ms`);
   assert.ok(lostAfter < 15_000);
   assert.equal(e.isLeader(), false);
+});
+
+test("a renewal that hangs is aborted at its deadline; the fence closes at the renew deadline after the last renewal was sent", async () => {
+  const clock = new FakeClock();
+  const store = new MemoryLeases();
+  const fence = new WriteFence({ clock });
+  const e = elector(store, clock, "me", 0, fence);
+  const rec: Recorder = { started: [], stopped: [] };
+  assert.equal(fence.isOpen(), false, "closed before the first acquire");
+  const done = e.run(callbacks(clock, rec));
+  await advance(clock, 10, 10);
+  assert.equal(fence.isOpen(), true, "opened by the acquire");
+  // Renewals are sent at 2 s, 4 s, ...; the one of 4 s is the last answered.
+  await advance(clock, 4_100 - clock.now(), 10);
+  store.hanging = true;
+  await advance(clock, 13_990 - clock.now(), 10);
+  assert.equal(fence.isOpen(), true);
+  const inflight = fence.admit({ method: "PUT", path: "/x" });
+  await advance(clock, 20, 10);
+  assert.equal(fence.isOpen(), false, "closed 10 s after the last successful renewal was sent");
+  assert.equal(inflight.aborted, true, "a write in flight is cut then");
+  assert.equal(rec.stopped.length, 0, "still leading: a renewal may yet succeed, but nothing is written");
+  assert.equal(store.aborted, 0);
+  // The round that began at 6 s ends at 16 s: its hanging request is aborted, and leadership is lost.
+  await advance(clock, 16_010 - clock.now(), 10);
+  await done;
+  assert.equal(store.aborted, 1, "the hanging renewal was aborted at the round's deadline");
+  assert.equal(rec.stopped[0]?.lost, true);
+  assert.match(rec.stopped[0]?.reason ?? "", /timed out after 10000 ms/);
+  assert.equal(e.isLeader(), false);
+  store.hanging = false;
+  assert.throws(() => fence.admit({ method: "PUT", path: "/x" }), /closed: leadership lost/);
+});
+
+test("a fence reopens when a late renewal succeeds within the round, and closes for good on stop", async () => {
+  const clock = new FakeClock();
+  const store = new MemoryLeases();
+  const fence = new WriteFence({ clock });
+  const e = elector(store, clock, "me", 0, fence);
+  const done = e.run(callbacks(clock, { started: [], stopped: [] }));
+  await advance(clock, 100, 10);
+  // From 100 ms the renewals of 2, 4, 6 and 8 s fail: the fence, opened by the acquire of 0 s, closes at
+  // 10 s; the round's retry of 10 s (its deadline is 12 s) then succeeds and reopens it.
+  store.failing = true;
+  await advance(clock, 9_000 - clock.now(), 10);
+  const sent = fence.admit({ method: "PUT", path: "/x" });
+  await advance(clock, 9_990 - clock.now(), 10);
+  store.failing = false;
+  await advance(clock, 10_100 - clock.now(), 10);
+  assert.equal(sent.aborted, true, "the write sent before 10 s was cut when the fence closed");
+  assert.equal(e.isLeader(), true);
+  assert.equal(fence.isOpen(), true, "reopened by the renewal that succeeded");
+  await e.stop({ release: true });
+  await done;
+  assert.equal(fence.isOpen(), false, "closed once leading ended");
+  assert.equal(store.lease?.spec?.holderIdentity, "", "released after the fence closed");
 });
 
 test("a leader that sees another holder stops at once, without waiting out the deadline", async () => {

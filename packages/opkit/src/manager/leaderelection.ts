@@ -11,11 +11,17 @@
  * - The leader renews every `retryPeriod`; if it cannot renew for `renewDeadline` it gives up before
  *   the Lease can expire for others (renewDeadline < leaseDuration), so two leaders never overlap as
  *   long as clocks tick at the same rate.
+ * - Every Lease request is aborted at its deadline (a round's renew deadline), so a renewal delayed in
+ *   the network cannot land after this process gave up. With a `fence`, writes are let through only
+ *   until the renew deadline after the *sending* of the last successful renewal, by this process's own
+ *   clock: from the instant leadership may be lost, the fenced client writes nothing, whatever the work
+ *   does with its signal.
  */
 import { hostname } from "node:os";
 import { randomUUID } from "node:crypto";
+import type { WriteFence } from "../client/fence.ts";
 import { LeaseLock, type LeaseClient, type LeaseSpec } from "../client/lease.ts";
-import { realClock, type Clock, type TimerHandle } from "../clock/index.ts";
+import { realClock, withTimeout, type Clock, type TimerHandle } from "../clock/index.ts";
 import type { Logger } from "../logging/index.ts";
 
 export type { LeaseClient, LeaseSpec };
@@ -54,6 +60,12 @@ export interface LeaderElectorOptions {
   onLeaderStatus?: (leading: boolean) => void;
   /** Where acquire, renew failures and losses are logged. */
   logger?: Logger;
+  /**
+   * Opened on each successful acquire or renewal until the renew deadline after that request was sent,
+   * and closed for good when leading ends: give the work a client fenced by it (`withDefaults({ fence })`).
+   * The elector's own Lease requests must not go through it.
+   */
+  fence?: WriteFence;
 }
 
 /** Why leading ended, for `onStoppedLeading`. */
@@ -139,6 +151,7 @@ export class LeaderElector {
   private readonly random: () => number;
   private readonly onLeaderStatus: ((leading: boolean) => void) | undefined;
   private readonly logger: Logger | undefined;
+  private readonly fence: WriteFence | undefined;
 
   private readonly lock: LeaseLock;
   private reportedLeader = "";
@@ -161,6 +174,7 @@ export class LeaderElector {
     this.random = options.random ?? Math.random;
     this.onLeaderStatus = options.onLeaderStatus;
     this.logger = options.logger?.child({ lease: this.lease, identity: this.identity });
+    this.fence = options.fence;
     this.lock = new LeaseLock({
       client: options.client,
       namespace: this.namespace,
@@ -258,6 +272,8 @@ export class LeaderElector {
 
     const info = await this.renewLoop(callbacks, stop);
     this.leading = false;
+    // Before anything else, and before a release hands the Lease to a successor.
+    this.fence?.close(info.lost ? `leadership lost: ${info.reason}` : "leadership given up");
     work.abort(info.lost ? new LeadershipLostError(this.lease, this.identity, info.reason) : undefined);
     if (info.lost) this.logger?.error({ reason: info.reason }, "leader election lost");
     else if (this.release) await this.releaseLease();
@@ -273,7 +289,7 @@ export class LeaderElector {
     this.logger?.info("attempting to acquire leader lease");
     while (!stop.aborted) {
       const started = this.clock.now();
-      const attempt = this.tryAcquireOrRenew(stop);
+      const attempt = this.tryAcquireOrRenew(stop, started + this.renewDeadlineMs);
       const outcome = await this.race(attempt, Infinity, stop);
       if (outcome === "stopped") return false;
       const ok = await attempt;
@@ -307,7 +323,7 @@ export class LeaderElector {
       // Each round of renewal attempts has renewDeadline to succeed, counted from its first attempt.
       const deadline = this.clock.now() + this.renewDeadlineMs;
       for (;;) {
-        const attempt = this.tryAcquireOrRenew();
+        const attempt = this.tryAcquireOrRenew(stop, deadline);
         const outcome = await this.race(attempt, deadline, stop);
         if (outcome === "stopped") return stopped;
         if (outcome === "timeout") {
@@ -337,9 +353,25 @@ export class LeaderElector {
     }
   }
 
-  /** One attempt through the lock; never throws. Kept as `inflight` so a release can wait for it. */
-  private tryAcquireOrRenew(signal?: AbortSignal): Promise<boolean> {
-    const attempt = this.lock.tryAcquireOrRenew(signal);
+  /**
+   * One attempt through the lock, its requests aborted at the monotonic `deadline` or on `stop`; never
+   * throws. A success opens the fence until the renew deadline after the attempt *started*: the server may
+   * have applied it at any moment since, so that is when others began counting the Lease's duration.
+   * Kept as `inflight` so a release can wait for it.
+   */
+  private tryAcquireOrRenew(stop: AbortSignal, deadline: number): Promise<boolean> {
+    const started = this.clock.now();
+    const attempt = withTimeout(
+      this.clock,
+      deadline - started,
+      (bounded) => this.lock.tryAcquireOrRenew(AbortSignal.any([bounded, stop])),
+      { reason: () => new Error(`lease request cut at its deadline (${this.lease})`) },
+    ).then((r) => {
+      if (r.timedOut) this.lock.lastError = "lease request cut at its deadline";
+      const ok = !r.timedOut && r.value;
+      if (ok) this.fence?.openUntil(started + this.renewDeadlineMs);
+      return ok;
+    });
     this.inflight = attempt;
     return attempt;
   }
@@ -353,8 +385,11 @@ export class LeaderElector {
     }
     if (!this.lock.holdsObserved()) return;
     try {
-      const released = this.lock.release();
-      if ((await this.race(released, deadline, undefined)) === "done" && (await released)) {
+      // Aborted at the deadline: a request left open would not be bounded by anything.
+      const released = await withTimeout(this.clock, deadline - this.clock.now(), (signal) =>
+        this.lock.release(signal),
+      );
+      if (!released.timedOut && released.value) {
         this.logger?.info("released lease");
         return;
       }

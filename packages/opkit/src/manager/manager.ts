@@ -14,6 +14,7 @@
 import { Cache, type CacheOptions } from "../cache/cache.ts";
 import { KubeClient, type ClientOptions } from "../client/client.ts";
 import { errorMessage, TooManyRequestsError, UnknownKindError } from "../client/errors.ts";
+import { WriteFence } from "../client/fence.ts";
 import { realClock, withTimeout, type Clock } from "../clock/index.ts";
 import { DEFAULT_GRACEFUL_SHUTDOWN_MS, type Controller } from "../controller/controller.ts";
 import { createLogger, type Logger } from "../logging/index.ts";
@@ -181,8 +182,16 @@ export class GracefulShutdownTimeoutError extends Error {
 export class Manager {
   /** The operator's name: field manager, logger name and default Lease name. */
   readonly name: string;
-  /** The client every controller's `ctx.client` is a view of. */
+  /**
+   * The client every controller's `ctx.client` is a view of. With leader election its writes are fenced:
+   * they fail with FencedWriteError unless this replica renewed its Lease within the renew deadline (reads
+   * are not fenced), so a replica that must write while it is not leading needs a client of its own.
+   */
   readonly client: KubeClient;
+  /** The client as given or loaded: Lease requests, reads of the cache, and `close`. */
+  private readonly base: KubeClient;
+  /** Open while this replica's last Lease renewal is younger than the renew deadline (leader election only). */
+  private readonly fence: WriteFence | undefined;
   /** The shared informer cache every controller reads from. */
   readonly cache: Cache;
   /** The root logger. */
@@ -216,7 +225,11 @@ export class Manager {
   private constructor(client: KubeClient, opts: ManagerOptions) {
     this.opts = opts;
     this.name = opts.name ?? "opkit-manager";
-    this.client = client;
+    this.base = client;
+    if (opts.leaderElection) {
+      this.fence = new WriteFence({ clock: opts.clock, name: "leader election" });
+      this.client = client.withDefaults({ fence: this.fence });
+    } else this.client = client;
     this.logger = opts.logger ?? createLogger({ name: this.name });
     this.metrics = new Metrics({ clock: opts.clock });
     this.cache = new Cache(client, {
@@ -234,7 +247,7 @@ export class Manager {
     this.done = new Promise((r) => (this.resolveDone = r));
     if (opts.storageMigration)
       this.add(
-        storageMigrationRunnable(client, { clock: opts.clock, ...opts.storageMigration }, this.logger),
+        storageMigrationRunnable(this.client, { clock: opts.clock, ...opts.storageMigration }, this.logger),
       );
     if (opts.webhook) {
       const server = new WebhookServer({
@@ -372,7 +385,8 @@ export class Manager {
     }
     const namespace = leaseNamespace(le.namespace);
     this.elector = new LeaderElector({
-      client: this.client,
+      client: this.base,
+      fence: this.fence,
       name: le.name,
       namespace,
       identity: le.identity ?? defaultIdentity(),
@@ -413,7 +427,7 @@ export class Manager {
         options: this.opts.shards,
         group: this.name,
         identity: defaultIdentity(),
-        client: this.client,
+        client: this.base,
         cache: this.cache,
         controllers: this.controllers,
         metrics: this.metrics,
@@ -577,7 +591,7 @@ export class Manager {
     await this.cache.stop();
     await this.webhookServer?.stop();
     await Promise.all(this.servers.map((s) => s.stop()));
-    await this.client.close();
+    await this.base.close();
     this.step({ type: "stopped", unclean });
     this.logger.info("manager stopped");
     this.resolveDone?.();

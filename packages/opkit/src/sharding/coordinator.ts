@@ -399,10 +399,12 @@ export class ShardCoordinator {
       const phaseEnd = this.clock.now() + this.retryPeriodMs;
       for (const s of candidates) {
         if (want <= 0 || this.stopped || this.clock.now() >= phaseEnd) break;
+        const sent = this.clock.now();
         if (!(await this.bounded(phaseEnd, (signal) => s.lock.tryAcquireOrRenew(signal)))) continue;
         s.state = "held";
         s.drained = false;
-        s.lastRenew = this.clock.now();
+        // When it was sent, not answered: the server may have applied it at any moment in between.
+        s.lastRenew = sent;
         want--;
         this.logger?.info({ shard: s.index, replicas: this.liveReplicas, fair }, "shard acquired");
         this.metrics?.handover("acquired");
@@ -452,8 +454,10 @@ export class ShardCoordinator {
         .map(async (s) => {
           if (s.state === "draining" && s.drained) return this.releaseShard(s);
           const deadline = s.lastRenew + this.renewDeadlineMs;
+          const sent = this.clock.now();
           if (await this.bounded(deadline, (signal) => s.lock.tryAcquireOrRenew(signal))) {
-            s.lastRenew = this.clock.now();
+            // When it was sent, not answered: a slow answer must not push the deadline past the Lease.
+            s.lastRenew = sent;
             return;
           }
           const holder = s.lock.holder();

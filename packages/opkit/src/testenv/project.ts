@@ -49,10 +49,12 @@ export async function operatorProject(
   const crds: KubeObject[] = [];
   const crdDir = join(root, "config", "crds");
   // A project without kinds of its own (a scheduler, a controller of built-in kinds) has no CRD folder.
-  const files = await readdir(crdDir).catch((err: NodeJS.ErrnoException) => {
+  const entries = await readdir(crdDir, { withFileTypes: true }).catch((err: NodeJS.ErrnoException) => {
     if (err.code === "ENOENT") return [];
     throw err;
   });
+  // Files only: config/crds/released/ holds the frozen API of the last release, not CRDs to install.
+  const files = entries.filter((e) => e.isFile()).map((e) => e.name);
   for (const f of files.sort()) crds.push(...(await readManifests(join(crdDir, f))));
   if (crds.length) await env.installCrds(crds);
   const namespace = await env.namespace(opts.namespace ?? basename(root));
