@@ -493,7 +493,7 @@ async function checkProject(ctx: Ctx, dir: string): Promise<DoctorCheck[]> {
     });
   const cliBin = join(dir, "node_modules", "@opkit", "cli", "bin", "opkit.js");
   if (existsSync(join(dir, "src", "operator.ts")) && existsSync(cliBin) && nodeIsNewEnough()) {
-    const r = await run(process.execPath, [cliBin, "generate", "--check", dir], ctx.env, 120_000);
+    const r = await run(process.execPath, [cliBin, "generate", "--check", "--dir", dir], ctx.env, 120_000);
     out.push(
       r.ok
         ? {
