@@ -3,7 +3,7 @@
  * change passes, a breaking one fails naming the version and field (the command exits 1), and a break
  * recorded with its reason passes as intended. Runs the CLI as a user does; no control plane needed.
  */
-import { test } from "node:test";
+import { test, type TestContext } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -24,7 +24,11 @@ function opkit(args: string[]): { code: number; out: string } {
   return { code: r.status ?? -1, out: r.stdout + r.stderr };
 }
 
-test("api freeze, then check: compatible changes pass, breaking ones fail with their path, intended ones pass", async (t) => {
+/**
+ * A scaffolded project with one kind, Cart (shop.example.com/v1), inside the checkout so that it resolves
+ * opkit from the workspace; removed after the test.
+ */
+async function cartProject(t: TestContext): Promise<string> {
   const checkout = fileURLToPath(new URL("../../..", import.meta.url));
   mkdirSync(join(checkout, ".opkit"), { recursive: true });
   const work = await mkdtemp(join(checkout, ".opkit", "api-"));
@@ -36,6 +40,11 @@ test("api freeze, then check: compatible changes pass, breaking ones fail with t
     onNote: () => {},
   });
   await createApi(root, { group: "shop", version: "v1", kind: "Cart", onNote: () => {} });
+  return root;
+}
+
+test("api freeze, then check: compatible changes pass, breaking ones fail with their path, intended ones pass", async (t) => {
+  const root = await cartProject(t);
   const kindFile = join(root, "src", "api", "v1", "cart.ts");
   const original = readFileSync(kindFile, "utf8");
 
@@ -99,17 +108,7 @@ test("api freeze, then check: compatible changes pass, breaking ones fail with t
 });
 
 test("migrateStorage on the operator: the generated RBAC grants what the migration needs, by name", async (t) => {
-  const checkout = fileURLToPath(new URL("../../..", import.meta.url));
-  mkdirSync(join(checkout, ".opkit"), { recursive: true });
-  const work = await mkdtemp(join(checkout, ".opkit", "api-"));
-  t.after(() => rm(work, { recursive: true, force: true }));
-  const root = await initProject(join(work, "shop"), {
-    domain: "example.com",
-    link: true,
-    install: false,
-    onNote: () => {},
-  });
-  await createApi(root, { group: "shop", version: "v1", kind: "Cart", onNote: () => {} });
+  const root = await cartProject(t);
   const operatorFile = join(root, "src", "operator.ts");
   const rbacOf = () => {
     const r = opkit(["generate", "--dir", root]);
