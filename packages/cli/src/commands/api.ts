@@ -12,7 +12,7 @@ import { existsSync } from "node:fs";
 import { mkdir, readdir, readFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { parse } from "yaml";
-import { KubeClient, kindRef, type KubeObject } from "opkit";
+import { CustomResourceDefinitions, KubeClient } from "opkit";
 import {
   checkCompatibility,
   crdName,
@@ -115,11 +115,6 @@ export async function checkApi(dir: string, opts: CheckApiOptions = {}): Promise
   });
 }
 
-const Crds = kindRef<KubeObject & { status?: { storedVersions?: string[] } }>(
-  "apiextensions.k8s.io/v1",
-  "CustomResourceDefinition",
-);
-
 async function clusterStoredVersions(
   kubeconfig: string,
   crds: readonly CustomResourceDefinition[],
@@ -128,7 +123,7 @@ async function clusterStoredVersions(
   try {
     const out: Record<string, string[]> = {};
     for (const crd of crds) {
-      const live = await client.getOptional(Crds, crdName(crd));
+      const live = await client.getOptional(CustomResourceDefinitions, crdName(crd));
       if (live?.status?.storedVersions) out[crdName(crd)] = live.status.storedVersions;
     }
     return out;

@@ -28,19 +28,10 @@ import {
   TooManyRequestsError,
   UnknownKindError,
 } from "../client/errors.ts";
+import { CustomResourceDefinitions, type CustomResourceDefinition } from "../client/builtins.ts";
 import { kindRef, type KindRef, type KubeObject } from "../client/types.ts";
 
-/** A CRD as migration reads it: names, versions and `status.storedVersions`. */
-type CrdObject = KubeObject & {
-  spec: {
-    group: string;
-    names: { kind: string; plural: string };
-    versions: { name: string; storage: boolean; served: boolean }[];
-  };
-  status?: { storedVersions?: string[] };
-};
-
-const Crds = kindRef<CrdObject>("apiextensions.k8s.io/v1", "CustomResourceDefinition");
+const Crds = CustomResourceDefinitions;
 
 /** How the pass went so far; passed to `onProgress` after every page and at the end. */
 export interface MigrationProgress {
@@ -274,7 +265,7 @@ type Svm = KubeObject & {
  */
 async function runInTree(
   client: KubeClient,
-  crd: CrdObject,
+  crd: CustomResourceDefinition,
   progress: MigrationProgress,
   report: () => void,
   options: MigrateOptions,
